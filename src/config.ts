@@ -48,7 +48,8 @@ export interface Config {
     readonly bodyTimeoutMs: number;
     readonly maxResponseBytes: number;
     readonly maxConcurrentPages: number;
-    readonly maxStorePages: number;
+    /** Upper bound on the upstream pages one legacy call may fetch. */
+    readonly maxPagesPerCall: number;
     readonly retries: number;
   };
   readonly paging: {
@@ -99,13 +100,14 @@ export const DEFAULT_CONFIG_FILE = [resolve(here, '../config/default.json'), res
   },
 ) as string;
 
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Json = {}): Config {
+/** `overrides` (for tests and embedding) are merged last, in order. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: Json[]): Config {
   let merged = readJson(DEFAULT_CONFIG_FILE, 'config/default.json');
   if (env.CONFIG_FILE) merged = deepMerge(merged, readJson(env.CONFIG_FILE, 'CONFIG_FILE'));
   merged = deepMerge(merged, environmentOverrides(env));
-  merged = deepMerge(merged, overrides);
+  for (const layer of overrides) merged = deepMerge(merged, layer);
   return validateConfig(merged);
 }
 
@@ -300,7 +302,7 @@ export function validateConfig(json: Json): Config {
       bodyTimeoutMs: upstream.integer('bodyTimeoutMs', 1, MAX_TIMEOUT_MS),
       maxResponseBytes: upstream.integer('maxResponseBytes', 1024, 256 * 1024 * 1024),
       maxConcurrentPages: upstream.integer('maxConcurrentPages', 1, 64),
-      maxStorePages: upstream.integer('maxStorePages', 1, 10_000),
+      maxPagesPerCall: upstream.integer('maxPagesPerCall', 1, 10_000),
       retries: upstream.integer('retries', 0, 5),
     },
     paging: {

@@ -68,7 +68,7 @@ export function parseXml(text: string, limits: ParseLimits = DEFAULT_LIMITS): Xm
       prefix: tag.prefix,
       local: tag.local,
       uri: tag.uri,
-      attributes: Object.values(tag.attributes).map((attr) => ({ name: attr.name, value: attr.value })),
+      attributes: Object.values(tag.attributes).map((attr) => ({ name: attr.name, value: attr.value, uri: attr.uri })),
       children: [],
       end: { line: 0, column: 0 },
     };

@@ -3,6 +3,8 @@
 export interface XmlAttribute {
   readonly name: string;
   readonly value: string;
+  /** Resolved namespace of a prefixed attribute (parsed documents only). */
+  readonly uri?: string;
 }
 
 export interface XmlPosition {

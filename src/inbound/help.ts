@@ -1,0 +1,247 @@
+import type { Config } from '../config.js';
+import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../operations.js';
+import { element, type XmlElement } from '../xml/tree.js';
+import { escapeText, writeXmlDocument } from '../xml/write.js';
+import { htmlEncode } from './text-response.js';
+
+/**
+ * The HTML help pages ASMX shows for `GET /index.asmx` (asmx-wire.md §7.4), modelled on .NET's
+ * DefaultWsdlHelpGenerator.aspx as a remote client sees it: no test form, and a sample request and
+ * response per binding, generated from the operation table. Served as `text/html; charset=utf-8`.
+ * Every value from configuration or the request goes through `htmlEncode`.
+ */
+
+type Service = Config['service'];
+
+const NEWLINE = '\r\n';
+const TEMPURI = 'http://tempuri.org/';
+
+/** The operation list (no query, or any query that is not `?op=`, `?wsdl`, `?disco`). */
+export function renderServiceHelp(service: Service, url: string): string {
+  // ASMX lists the operations in ordinal name order, not declaration order.
+  const operations = OPERATIONS.toSorted((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return page(service, url, [
+    `<p class="intro">The following operations are supported.  For a formal definition, please review the <a href="${htmlEncode(url)}?WSDL">Service Description</a>. </p>`,
+    '<ul>',
+    ...operations.map(
+      (op) =>
+        `<li><a href="${htmlEncode(url)}?op=${encodeURIComponent(op.name)}">${op.name}</a><br>${htmlEncode(deprecationText(op))}</li>`,
+    ),
+    '</ul>',
+    ...(service.namespace === TEMPURI
+      ? [
+          '<hr>',
+          '<h3>This web service is using http://tempuri.org/ as its default namespace.</h3>',
+          '<h3>Recommendation: Change the default namespace before the XML Web service is made public.</h3>',
+        ]
+      : []),
+  ]);
+}
+
+/**
+ * `?op={Op}`. `requestPath` (e.g. `/index.asmx`) starts the sample request lines; the `Host:` line is
+ * the URL's host name without the port, as the help generator writes it (`Uri.Host`).
+ */
+export function renderOperationHelp(service: Service, url: string, op: OperationSpec, requestPath: string): string {
+  const context: SampleContext = { service, op, path: htmlEncode(requestPath), host: htmlEncode(new URL(url).hostname) };
+  return page(service, url, [
+    linkBack(url),
+    `<h2>${op.name}</h2>`,
+    `<p class="intro">${htmlEncode(deprecationText(op))}</p>`,
+    '<h3>Test</h3>',
+    // The form (and its "click the 'Invoke' button" text) is only shown to local requests.
+    'The test form is only available for requests from the local machine.',
+    ...SAMPLES.flatMap((sample) => [
+      '<span>',
+      `<h3>${sample.title}</h3>`,
+      `<p>The following is a sample ${sample.title} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.</p>`,
+      `<pre>${sample.request(context)}</pre>`,
+      `<pre>${sample.response(context)}</pre>`,
+      '</span>',
+    ]),
+  ]);
+}
+
+/** `?op=` naming no operation. */
+export function renderMethodNotFound(service: Service, url: string, name: string): string {
+  return page(service, url, [
+    linkBack(url),
+    '<h2>Method Not Found</h2>',
+    `Method '${htmlEncode(name)}' was not found in service ${htmlEncode(service.name)}.`,
+  ]);
+}
+
+function linkBack(url: string): string {
+  return `<p class="intro">Click <a href="${htmlEncode(url)}">here</a> for a complete list of operations.</p>`;
+}
+
+function page(service: Service, url: string, content: string[]): string {
+  const name = htmlEncode(service.name);
+  return [
+    '<html>',
+    '<head>',
+    `<link rel="alternate" type="text/xml" href="${htmlEncode(url)}?disco" />`,
+    '<style type="text/css">',
+    'BODY { color: #000000; background-color: white; font-family: Verdana; }',
+    'pre { background-color: #e5e5cc; padding: 5px; font-family: Courier New; }',
+    'font.value { color: darkblue; font: bold; }',
+    'font.key { color: darkgreen; font: bold; }',
+    '</style>',
+    `<title>${name} Web Service</title>`,
+    '</head>',
+    '<body>',
+    '<div id="content">',
+    `<p class="heading1">${name}</p><br>`,
+    ...content,
+    '</div>',
+    '</body>',
+    '</html>',
+    '',
+  ].join(NEWLINE);
+}
+
+// ---- Sample requests and responses ----------------------------------------------------------------
+
+interface SampleContext {
+  readonly service: Service;
+  readonly op: OperationSpec;
+  /** `path` and `host` are HTML-encoded already. */
+  readonly path: string;
+  readonly host: string;
+}
+
+interface Sample {
+  readonly title: string;
+  readonly request: (context: SampleContext) => string;
+  readonly response: (context: SampleContext) => string;
+}
+
+/** A placeholder, shown highlighted; ASMX marks them up the same way. */
+const value = (text: string): string => `<font class=value>${text}</font>`;
+const CONTENT_LENGTH = `Content-Length: ${value('length')}`;
+
+/**
+ * Placeholders inside sample XML travel as private-use delimited words through the XML writer and the
+ * HTML escaping, then become `<font>` markup (ASMX uses XML comments for the same round trip).
+ */
+const PLACEHOLDER_START = '\uE000';
+const PLACEHOLDER_END = '\uE001';
+const placeholder = (text: string): string => PLACEHOLDER_START + text + PLACEHOLDER_END;
+const PLACEHOLDERS = new RegExp(`${PLACEHOLDER_START}(\\w+)${PLACEHOLDER_END}`, 'g');
+
+/**
+ * An indented sample document as text in the `<pre>`: declaration, CRLF, 2-space indentation. The
+ * writer's namespace fix-up declares `xmlns="{ns}"` on the operation element, as XmlTextWriter does.
+ */
+function sampleXml(root: XmlElement): string {
+  const xml = writeXmlDocument(root, { indent: true, defaultNamespace: '' });
+  return escapeText(xml).replace(PLACEHOLDERS, (_match, word: string) => value(word));
+}
+
+/** An un-prefixed element in the service namespace. */
+function qualified(name: string, namespace: string, children: (XmlElement | string)[]): XmlElement {
+  return { ...element(name, {}, children), uri: namespace };
+}
+
+const lines = (...parts: string[]): string => parts.join(NEWLINE);
+
+/** Like the help generator's UTF8EscapeString: non-ASCII characters of the action are %-escaped. */
+const asciiAction = (action: string): string => action.replace(/[^\x00-\x7F]/gu, (ch) => encodeURIComponent(ch));
+
+interface SoapVersion {
+  readonly title: string;
+  readonly contentType: string;
+  readonly envelopeNamespace: string;
+  /** The help generator writes SOAP 1.2 samples with a `soap12` prefix, unlike real 1.2 responses. */
+  readonly prefix: string;
+  /** Only SOAP 1.1 carries the action in a header. */
+  readonly actionHeader: boolean;
+}
+
+function soapSample({ title, contentType, envelopeNamespace, prefix, actionHeader }: SoapVersion): Sample {
+  const envelope = (body: XmlElement): string =>
+    sampleXml(
+      element(
+        `${prefix}:Envelope`,
+        {
+          'xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance',
+          'xmlns:xsd': 'http://www.w3.org/2001/XMLSchema',
+          [`xmlns:${prefix}`]: envelopeNamespace,
+        },
+        [element(`${prefix}:Body`, {}, [body])],
+      ),
+    );
+  const headers = [`Content-Type: ${contentType}; charset=utf-8`, CONTENT_LENGTH];
+  return {
+    title,
+    request: (context) => {
+      const { op, service } = context;
+      const action = actionHeader ? [`SOAPAction: "${htmlEncode(asciiAction(soapAction(service.namespace, op)))}"`] : [];
+      const call = qualified(
+        op.name,
+        service.namespace,
+        op.params.map((param) => qualified(param.name, service.namespace, [placeholder(param.type)])),
+      );
+      return lines(`POST ${context.path} HTTP/1.1`, `Host: ${context.host}`, ...headers, ...action, '', envelope(call));
+    },
+    response: (context) => {
+      const { op, service } = context;
+      const result = qualified(`${op.name}Response`, service.namespace, [
+        qualified(`${op.name}Result`, service.namespace, [placeholder('xml')]),
+      ]);
+      return lines('HTTP/1.1 200 OK', ...headers, '', envelope(result));
+    },
+  };
+}
+
+/** `name=string&…`: over HTTP every parameter is a string. */
+function formFields(op: OperationSpec): string {
+  return op.params.map((param) => `<font class=key>${param.name}</font>=${value('string')}`).join('&amp;');
+}
+
+/** The XmlNode answer of GET and POST; the help generator writes this declaration without encoding. */
+function httpResponse(): string {
+  return lines(
+    'HTTP/1.1 200 OK',
+    'Content-Type: text/xml; charset=utf-8',
+    CONTENT_LENGTH,
+    '',
+    '&lt;?xml version="1.0"?&gt;',
+    value('xml'),
+  );
+}
+
+const SAMPLES: readonly Sample[] = [
+  soapSample({
+    title: 'SOAP 1.1',
+    contentType: 'text/xml',
+    envelopeNamespace: 'http://schemas.xmlsoap.org/soap/envelope/',
+    prefix: 'soap',
+    actionHeader: true,
+  }),
+  soapSample({
+    title: 'SOAP 1.2',
+    contentType: 'application/soap+xml',
+    envelopeNamespace: 'http://www.w3.org/2003/05/soap-envelope',
+    prefix: 'soap12',
+    actionHeader: false,
+  }),
+  {
+    title: 'HTTP GET',
+    request: ({ path, host, op }) => lines(`GET ${path}/${op.name}?${formFields(op)} HTTP/1.1`, `Host: ${host}`, ''),
+    response: httpResponse,
+  },
+  {
+    title: 'HTTP POST',
+    request: ({ path, host, op }) =>
+      lines(
+        `POST ${path}/${op.name} HTTP/1.1`,
+        `Host: ${host}`,
+        'Content-Type: application/x-www-form-urlencoded',
+        CONTENT_LENGTH,
+        '',
+        formFields(op),
+      ),
+    response: httpResponse,
+  },
+];

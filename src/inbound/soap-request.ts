@@ -1,0 +1,210 @@
+import { SoapFault, type SoapVersion } from '../errors.js';
+import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationSpec } from '../operations.js';
+import { parseXml, XmlSyntaxError } from '../xml/parse.js';
+import { childElements, innerText, type XmlElement } from '../xml/tree.js';
+import { parseInt32 } from './int32.js';
+import { SOAP11_NS, SOAP12_NS } from './soap-response.js';
+
+/**
+ * Reads a SOAP request the way ASMX does (asmx-wire.md §2, §3, §5.5): pick a router from the
+ * headers, route by SOAPAction, the `action` parameter or the body element, then check the content
+ * type and envelope and bind the parameters. Every refusal is a SoapFault carrying its status.
+ */
+
+export interface SoapRequest {
+  readonly contentType: string | undefined;
+  readonly soapAction: string | undefined;
+  readonly body: Buffer;
+}
+
+export interface SoapCall {
+  readonly version: SoapVersion;
+  readonly call: LegacyCall;
+}
+
+const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
+const UNABLE_TO_PROCESS = 'Server was unable to process request.';
+const UNABLE_TO_READ = 'Server was unable to read request.';
+
+interface MediaType {
+  readonly base: string;
+  readonly params: ReadonlyMap<string, string>;
+}
+
+export function parseMediaType(header: string | undefined): MediaType {
+  const [base = '', ...rest] = (header ?? '').split(';');
+  const params = new Map<string, string>();
+  for (const part of rest) {
+    const eq = part.indexOf('=');
+    if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  return { base: base.trim().toLowerCase(), params };
+}
+
+/** HttpUtility.UrlDecode: `+` is a space, `%xx` decoded, malformed escapes left as they are. */
+function urlDecode(value: string): string {
+  const spaced = value.replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
+  }
+}
+
+export function readSoapRequest(request: SoapRequest, namespace: string): SoapCall {
+  const media = parseMediaType(request.contentType);
+  const actions = new Map<string, OperationSpec>(OPERATIONS.map((op) => [soapAction(namespace, op), op]));
+  const guess: SoapVersion = request.soapAction === undefined || media.base === 'application/soap+xml' ? '1.2' : '1.1';
+
+  let op: OperationSpec;
+  let document: XmlElement | XmlSyntaxError | undefined;
+  if (guess === '1.1') {
+    op = routeBySoapAction(request.soapAction ?? '', actions);
+  } else {
+    const rawAction = media.params.get('action');
+    const action = rawAction === undefined ? undefined : urlDecode(rawAction.replace(/^[ \t'"]+|[ \t'"]+$/g, ''));
+    const known = action === undefined ? undefined : actions.get(action);
+    if (known) {
+      op = known;
+    } else {
+      document = readDocument(decodeBody(media, request.body));
+      op = routeByBodyElement(document, action, namespace);
+    }
+  }
+
+  // Checks after routing, in ASMX's order (§2.5).
+  if (media.base !== 'text/xml' && media.base !== 'application/soap+xml') throw new SoapFault('Client', [], guess, 415);
+  document ??= readDocument(decodeBody(media, request.body));
+  if (document instanceof XmlSyntaxError) throw new SoapFault('Client', [document.message], guess, 400);
+  const version = envelopeVersion(document);
+  if (version === undefined) throw versionMismatch(document);
+  if (version === '1.1' && media.base !== 'text/xml') throw new SoapFault('Client', [], version, 415);
+  const body = soapBody(document, (missing) => new SoapFault('Client', [UNABLE_TO_READ, missing], version));
+  return { version, call: bindParameters(op, body, namespace, version) };
+}
+
+function routeBySoapAction(header: string, actions: ReadonlyMap<string, OperationSpec>): OperationSpec {
+  let value = header;
+  if (value.startsWith('"') && value.endsWith('"')) {
+    // ASMX strips the pair with Substring(1, Length - 2), which throws for a lone quote.
+    if (value.length === 1) {
+      throw new SoapFault('Server', [UNABLE_TO_PROCESS, 'Length cannot be less than zero.\r\nParameter name: length'], '1.1');
+    }
+    value = value.slice(1, -1);
+  }
+  value = urlDecode(value);
+  const op = actions.get(value);
+  if (!op) throw new SoapFault('Client', [`Server did not recognize the value of HTTP Header SOAPAction: ${value}.`], '1.1');
+  return op;
+}
+
+function routeByBodyElement(document: XmlElement | XmlSyntaxError, action: string | undefined, namespace: string): OperationSpec {
+  if (document instanceof XmlSyntaxError) throw new SoapFault('Server', [UNABLE_TO_PROCESS, document.message], '1.2');
+  const version = envelopeVersion(document);
+  if (version === undefined) throw versionMismatch(document);
+  const body = soapBody(document, (missing) => new SoapFault('Server', [UNABLE_TO_PROCESS, missing], version));
+  const first = childElements(body)[0];
+  const op = first?.uri === namespace ? OPERATIONS.find((candidate) => candidate.name === first.local) : undefined;
+  if (op) return op;
+  if (action === undefined) {
+    throw new SoapFault('Client', ['Unable to handle request without a valid action parameter. Please supply a valid soap action.'], version);
+  }
+  throw new SoapFault('Client', [`Unable to handle request. The action '${action}' was not recognized.`], version);
+}
+
+function readDocument(text: string): XmlElement | XmlSyntaxError {
+  try {
+    return parseXml(text);
+  } catch (err) {
+    if (err instanceof XmlSyntaxError) return err;
+    throw err;
+  }
+}
+
+function envelopeVersion(root: XmlElement): SoapVersion | undefined {
+  if (root.uri === SOAP11_NS) return '1.1';
+  if (root.uri === SOAP12_NS) return '1.2';
+  return undefined;
+}
+
+function versionMismatch(root: XmlElement): SoapFault {
+  return new SoapFault(
+    'VersionMismatch',
+    [`Possible SOAP version mismatch: Envelope namespace ${root.uri} was unexpected. Expecting ${SOAP11_NS}.`],
+    '1.1',
+  );
+}
+
+function soapBody(root: XmlElement, missing: (text: string) => SoapFault): XmlElement {
+  const ns = root.uri;
+  if (root.local !== 'Envelope') throw missing('Request format is invalid: Missing required soap:Envelope element.');
+  const body = childElements(root).find((child) => child.uri === ns && child.local === 'Body');
+  if (!body) throw missing('Request format is invalid: Missing required soap:Body element.');
+  return body;
+}
+
+/**
+ * The XmlSerializer reads the first Body child only if it is the operation's own element; any other
+ * wrapper leaves every parameter null or 0 (asmx-wire.md §2.2 point 4). Inside it, parameter elements
+ * match by exact name and namespace, the first occurrence wins, anything else is skipped.
+ */
+function bindParameters(op: OperationSpec, body: XmlElement, namespace: string, version: SoapVersion): LegacyCall {
+  const args: Record<string, ArgValue> = Object.fromEntries(op.params.map((p) => [p.name, p.type === 'int' ? 0 : null]));
+  const wrapper = childElements(body)[0];
+  if (wrapper === undefined || wrapper.uri !== namespace || wrapper.local !== op.name) return { operation: op, args };
+
+  const seen = new Set<string>();
+  for (const child of childElements(wrapper)) {
+    const param = child.uri === namespace ? op.params.find((p) => p.name === child.local) : undefined;
+    if (!param || seen.has(param.name)) continue;
+    seen.add(param.name);
+    if (isNil(child)) continue;
+    const text = innerText(child);
+    if (param.type === 'string') {
+      args[param.name] = text;
+      continue;
+    }
+    const parsed = parseInt32(text);
+    if (typeof parsed !== 'number') {
+      throw new SoapFault(
+        'Client',
+        [UNABLE_TO_READ, `There is an error in XML document (${child.end.line}, ${child.end.column}).`, parsed.error],
+        version,
+      );
+    }
+    args[param.name] = parsed;
+  }
+  return { operation: op, args };
+}
+
+function isNil(node: XmlElement): boolean {
+  const nil = node.attributes.find((attr) => attr.uri === XSI_NS && attr.name.endsWith(':nil'));
+  return nil !== undefined && ['true', '1'].includes(nil.value.trim());
+}
+
+const KNOWN_CHARSETS = new Set(['utf-8', 'utf8', 'utf-16', 'utf-16le', 'utf-16be', 'us-ascii', 'ascii', 'iso-8859-1', 'latin1', 'windows-1252']);
+
+/** Request bytes to text by ASMX's rules (asmx-wire.md §3). */
+export function decodeBody(media: MediaType, body: Buffer): string {
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return new TextDecoder('utf-8').decode(body.subarray(3));
+  if (body[0] === 0xff && body[1] === 0xfe) return new TextDecoder('utf-16le').decode(body.subarray(2));
+  if (body[0] === 0xfe && body[1] === 0xff) return new TextDecoder('utf-16be').decode(body.subarray(2));
+  const charset = media.params.get('charset')?.replace(/^["']|["']$/g, '').toLowerCase();
+  if (charset !== undefined && KNOWN_CHARSETS.has(charset)) {
+    return charset === 'us-ascii' || charset === 'ascii' ? ascii(body) : new TextDecoder(charset).decode(body);
+  }
+  // text/* without a known charset is read as ASCII; application/* falls back to the declaration.
+  if (media.base.startsWith('text/')) return ascii(body);
+  const declared = /^<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']/.exec(body.subarray(0, 200).toString('latin1'))?.[1]?.toLowerCase();
+  return new TextDecoder(declared !== undefined && KNOWN_CHARSETS.has(declared) ? declared : 'utf-8').decode(body);
+}
+
+function ascii(body: Buffer): string {
+  return body.toString('latin1').replace(/[\u0080-\u00ff]/g, '?');
+}

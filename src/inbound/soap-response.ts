@@ -1,0 +1,49 @@
+import type { SoapFaultCode, SoapVersion } from '../errors.js';
+import type { OperationSpec } from '../operations.js';
+import type { XmlElement } from '../xml/tree.js';
+import { XML_DECLARATION, escapeText, writeXml } from '../xml/write.js';
+
+/** SOAP answers byte for byte as ASMX writes them (asmx-wire.md §4, §5.1): one line, no trailing newline. */
+
+export const SOAP11_NS = 'http://schemas.xmlsoap.org/soap/envelope/';
+export const SOAP12_NS = 'http://www.w3.org/2003/05/soap-envelope';
+
+export function soapNamespace(version: SoapVersion): string {
+  return version === '1.1' ? SOAP11_NS : SOAP12_NS;
+}
+
+export function soapContentType(version: SoapVersion): string {
+  return version === '1.1' ? 'text/xml; charset=utf-8' : 'application/soap+xml; charset=utf-8';
+}
+
+function envelope(version: SoapVersion, header: string, body: string): string {
+  return (
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${soapNamespace(version)}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">` +
+    `${header}<soap:Body>${body}</soap:Body></soap:Envelope>`
+  );
+}
+
+export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: XmlElement): string {
+  const content = writeXml(result, { indent: false, defaultNamespace: namespace });
+  return envelope(version, '', `<${op.name}Response xmlns="${namespace}"><${op.name}Result>${content}</${op.name}Result></${op.name}Response>`);
+}
+
+const FAULT_CODES: Readonly<Record<SoapVersion, Readonly<Record<SoapFaultCode, string>>>> = {
+  '1.1': { Client: 'soap:Client', Server: 'soap:Server', VersionMismatch: 'soap:VersionMismatch' },
+  '1.2': { Client: 'soap:Sender', Server: 'soap:Receiver', VersionMismatch: 'soap:VersionMismatch' },
+};
+
+/** The SOAP 1.2 Upgrade header ASMX adds to VersionMismatch faults (asmx-wire.md §5.4). */
+const UPGRADE_HEADER =
+  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
+
+export function faultEnvelope(version: SoapVersion, code: SoapFaultCode, chain: readonly string[]): string {
+  const text = escapeText(chain.join(' ---> '));
+  const value = FAULT_CODES[version][code];
+  const header = code === 'VersionMismatch' ? UPGRADE_HEADER : '';
+  const fault =
+    version === '1.1'
+      ? `<soap:Fault><faultcode>${value}</faultcode><faultstring>${text}</faultstring><detail /></soap:Fault>`
+      : `<soap:Fault><soap:Code><soap:Value>${value}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">${text}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
+  return envelope(version, header, fault);
+}

@@ -1,0 +1,84 @@
+import { pino, type Logger } from 'pino';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
+import { buildApp } from './server.js';
+
+/**
+ * Entry point: configuration, the upstream (the embedded demo one when none is configured), the
+ * HTTP server, and a graceful stop on SIGTERM/SIGINT.
+ */
+
+/** The demo upstream wants some appKey, as the real one does; callers without an apiKey get this. */
+const DEMO_APP_KEY = 'demo-app-key';
+
+export interface Running {
+  /** Where the proxy listens, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  readonly demo: DemoUpstream | undefined;
+  stop(): Promise<void>;
+}
+
+export async function start(config: Config, logger: Logger): Promise<Running> {
+  let demo: DemoUpstream | undefined;
+  let effective = config;
+  if (config.upstream.baseUrl === null) {
+    demo = await startDemoUpstream(config);
+    effective = { ...config, upstream: { ...config.upstream, baseUrl: demo.url, appKey: config.upstream.appKey ?? DEMO_APP_KEY } };
+    logger.info({ event: 'demo_upstream', upstream: demo.url }, `No upstream configured: using the embedded demo upstream at ${demo.url}`);
+  } else {
+    logger.info({ event: 'upstream', upstream: config.upstream.baseUrl }, `Upstream: ${config.upstream.baseUrl}`);
+  }
+
+  const { fastify } = buildApp(effective, { logger });
+  const address = await fastify.listen({ host: config.server.host, port: config.server.port });
+  logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${config.server.servicePath}`);
+  return {
+    url: address,
+    demo,
+    async stop() {
+      await fastify.close();
+      await demo?.close();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+  const logger = pino({ level: config.log.level });
+  const running = await start(config, logger);
+
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ event: 'stopping', signal }, `${signal}: finishing requests in flight, then stopping`);
+    const deadline = setTimeout(() => {
+      logger.warn({ event: 'stop_timeout' }, 'Requests still in flight after the grace period; stopping anyway');
+      process.exit(1);
+    }, config.server.shutdownGraceMs);
+    deadline.unref();
+    running.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`Failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}

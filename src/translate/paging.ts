@@ -1,0 +1,49 @@
+/**
+ * Paging arithmetic: which upstream pages answer an item window `[offset, offset + count)`.
+ *
+ * Upstream pages all have one size `s`; page `k` (0-based) holds items `[k·s, (k+1)·s)`. The plan
+ * picks the size up to the profile maximum that covers the window with the fewest pages (one
+ * request whenever some size can), and among those the one that fetches the fewest items.
+ */
+
+export interface ItemWindow {
+  /** 0-based item offset. */
+  readonly offset: number;
+  /** Items wanted; 0 still needs one page, for the totals. */
+  readonly count: number;
+}
+
+export interface PageRun {
+  readonly pageSize: number;
+  /** 0-based index of the first page (the profile's first page number is added when requesting). */
+  readonly firstPage: number;
+  readonly pageCount: number;
+}
+
+/** Pages of size `size` that a window touches. */
+function pagesFor(window: ItemWindow, size: number): { first: number; count: number } {
+  const last = window.offset + Math.max(window.count, 1) - 1;
+  const first = Math.floor(window.offset / size);
+  return { first, count: Math.floor(last / size) - first + 1 };
+}
+
+export function planPages(window: ItemWindow, maxPageSize: number): PageRun {
+  let best: PageRun | undefined;
+  for (let size = 1; size <= maxPageSize; size++) {
+    const { first, count } = pagesFor(window, size);
+    if (
+      best === undefined ||
+      count < best.pageCount ||
+      (count === best.pageCount && count * size < best.pageCount * best.pageSize)
+    ) {
+      best = { pageSize: size, firstPage: first, pageCount: count };
+    }
+  }
+  if (best === undefined) throw new RangeError(`maxPageSize must be at least 1, got ${maxPageSize}`);
+  return best;
+}
+
+/** Where the window starts inside the concatenation of the run's pages. */
+export function sliceStart(window: ItemWindow, run: PageRun): number {
+  return window.offset - run.firstPage * run.pageSize;
+}
