@@ -433,10 +433,16 @@ describe('product.searchForProduct.cp', () => {
 
 describe('the double-escaping quirk', () => {
   it('doubles & and apostrophes of catalog text on the wire, so one decode still shows entities', async () => {
-    const product = designs.flatMap((design) => design.products).find((candidate) => candidate.caption.includes("'")) as Product;
-    const answer = await get(PRODUCT, { productId: String(product.productNumber) });
-    expect(answer.body).toContain(`caption="${twice(product.caption)}"`);
+    const products = designs.flatMap((design) => design.products);
+    for (const special of ["'", '"', '<']) {
+      const product = products.find((candidate) => candidate.caption.includes(special) || candidate.sellerDescription.includes(special)) as Product;
+      const answer = await get(PRODUCT, { productId: String(product.productNumber) });
+      expect(answer.body).toContain(`caption="${twice(product.caption)}" sellerDescription="${twice(product.sellerDescription)}"`);
+    }
+    const apostrophe = products.find((candidate) => candidate.caption.includes("'")) as Product;
+    const answer = await get(PRODUCT, { productId: String(apostrophe.productNumber) });
     expect(answer.body).toContain('&amp;apos;');
+    expect(productsOf(parseResultSet(answer))[0]?.caption).toBe(apostrophe.caption.replace(/'/g, '&apos;'));
 
     const store = await get(STORE, { storeId: 'spayneuter', pageSize: '1' });
     expect(store.body).toContain('storeName="Paws Pet Shop Promoting Spay Neuter &amp;amp; Rescue"');
@@ -522,6 +528,24 @@ describe('errors', () => {
     });
     expect(large.status).toBe(413);
     expect(helpMessage(large)).toBe('The request body exceeds 65536 bytes.');
+
+    // Streamed (chunked, no Content-Length): refused once the limit is crossed, not read to the end.
+    const chunk = new TextEncoder().encode('a'.repeat(16 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 1000) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const streamed = await request(SEARCH, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: stream,
+      duplex: 'half',
+    });
+    expect(streamed.status).toBe(413);
+    expect(sent).toBeLessThan(1000);
 
     const json = await request(SEARCH, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":"3"}' });
     expect(json.status).toBe(415);

@@ -255,8 +255,9 @@ function merchandiseFilter(params: URLSearchParams): ProductFilter {
       }
       return id;
     });
-  const excluded = new Set(ids.filter((id) => id < 0).map((id) => -id));
-  if (excluded.size > 99) return (product) => !excluded.has(product.merchandiseId);
+  // By sign, not value: `-0` excludes merchandise 0 (mugs).
+  const excluded = new Set(ids.filter((id) => id < 0 || Object.is(id, -0)).map((id) => Math.abs(id)));
+  if (excluded.size > 0) return (product) => !excluded.has(product.merchandiseId);
   const included = new Set(ids);
   return included.size > 0 ? (product) => included.has(product.merchandiseId) : () => true;
 }

@@ -61,13 +61,15 @@ export function createUpstreamClient(
     return pool;
   };
 
-  async function attempt(request: UpstreamRequest): Promise<XmlElement> {
+  /** `answered` hears the status as soon as the headers are in, before the body is read or checked. */
+  async function attempt(request: UpstreamRequest, answered: (status: number) => void): Promise<XmlElement> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
     const { statusCode, body } = await poolFor(base.origin).request({
       method: 'GET',
       path: `${basePath}${request.path}?${query}`,
       headers: { accept: 'text/xml, application/xml' },
     });
+    answered(statusCode);
     const text = await body.text();
     return readAnswer(statusCode, text);
   }
@@ -78,14 +80,18 @@ export function createUpstreamClient(
       const done = (outcome: UpstreamOutcome['outcome'], status: number | null): void =>
         observe({ path: request.path, outcome, status, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
       for (let tries = 0; ; tries++) {
+        /** The HTTP status of this attempt's answer; null while none has come. */
+        let status: number | null = null;
         try {
-          const result = await attempt(request);
-          done('ok', 200);
+          const result = await attempt(request, (code) => {
+            status = code;
+          });
+          done('ok', status);
           return result;
         } catch (err) {
           if (tries < upstream.retries && RETRYABLE_CODES.has(errorCode(err))) continue;
           const failure = asOperationError(err);
-          done(failure.reason, failure instanceof UpstreamStatusError ? failure.status : null);
+          done(failure.reason, status);
           throw failure;
         }
       }

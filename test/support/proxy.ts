@@ -1,0 +1,12 @@
+import { pino } from 'pino';
+import { loadConfig, type Json } from '../../src/config.js';
+import { start, type Running } from '../../src/main.js';
+
+/**
+ * The whole product as `npm start` runs it (the embedded demo upstream included, since no upstream
+ * is configured), on an ephemeral loopback port. `overrides` are merged over config/default.json.
+ */
+export async function startProxy(overrides: Json = {}): Promise<Running> {
+  const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0 }, log: { level: 'silent' } }, overrides);
+  return start(config, pino({ level: 'silent' }));
+}
