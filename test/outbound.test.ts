@@ -1,0 +1,563 @@
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Json } from '../src/config.js';
+import { OperationError } from '../src/errors.js';
+import {
+  CONNECTION_CLOSED,
+  TIMED_OUT,
+  UNABLE_TO_CONNECT,
+  UpstreamStatusError,
+  createUpstreamClient,
+  readAnswer,
+  type UpstreamClient,
+  type UpstreamOutcome,
+} from '../src/outbound/client.js';
+import type { UpstreamRequest } from '../src/translate/plan.js';
+import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
+import { testConfig } from './support/config.js';
+
+// The outbound client against real loopback servers (undici does not go through node:http, so nock
+// cannot stand in for the upstream). Expected texts: cp-upstream.md §5, §7 and §11.8.
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+/** A `searchResultSet` page as the upstream writes it: no XML declaration, 2-space indentation. */
+const SEARCH_RESULT = `<searchResultSet totalDesigns="2" totalProducts="3" startResult="0" resultLength="2" version="3" sort="by_score_desc">
+  <mainResults>
+    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/101_125x125.jpg" marketplaceUrl="http://www.cafepress.com/+dog,101" mediaId="101">
+      <products total="2">
+        <product thumbnailUrl="http://t/1.jpg" marketplaceUrl="http://m/1" productTypeNumber="2" item="Mug       " price="$5.49" marketplacePrice="5.00" productNumber="1001" caption="Dog" sellerDescription="A dog" storeName="Spay Neuter &amp;amp; Rescue" storeUrl="http://s" parentSectionName="" parentSectionUrl="http://s">
+          <colors />
+          <sizes />
+        </product>
+        <product thumbnailUrl="http://t/2.jpg" marketplaceUrl="http://m/2" productTypeNumber="6" item="White T-Shirt   " price="$9.99" marketplacePrice="9.00" productNumber="1002" caption="Dog" sellerDescription="A dog" storeName="dogs" storeUrl="http://s" parentSectionName="" parentSectionUrl="http://s">
+          <colors>
+            <color>White</color>
+          </colors>
+          <sizes>
+            <size>Small</size>
+            <size>2X-Large (+$3.00)</size>
+          </sizes>
+        </product>
+      </products>
+    </searchResultItem>
+    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/102_125x125.jpg" marketplaceUrl="http://www.cafepress.com/+dog,102" mediaId="102">
+      <products total="1">
+        <product thumbnailUrl="http://t/3.jpg" marketplaceUrl="http://m/3" productTypeNumber="2" item="Mug       " price="$5.49" marketplacePrice="5.00" productNumber="1003" caption="Puppy" sellerDescription="" storeName="dogs" storeUrl="http://s" parentSectionName="" parentSectionUrl="http://s">
+          <colors />
+          <sizes />
+        </product>
+      </products>
+    </searchResultItem>
+  </mainResults>
+  <searchQuery>
+    <searchString>dog</searchString>
+  </searchQuery>
+  <subtopics>
+    <subtopic>puppy</subtopic>
+  </subtopics>
+</searchResultSet>
+`;
+
+const ROOT_ATTRIBUTES = [
+  ['totalDesigns', '2'],
+  ['totalProducts', '3'],
+  ['startResult', '0'],
+  ['resultLength', '2'],
+  ['version', '3'],
+  ['sort', 'by_score_desc'],
+];
+
+const INVALID_SORT = "Invalid sort value 'x'.";
+const HELP = `<help>
+  <exception-message>${INVALID_SORT}</exception-message>
+  <documentation/>
+</help>
+`;
+
+const XML_TYPE = { 'content-type': 'text/xml; charset=utf-8' };
+
+const SEARCH: UpstreamRequest = {
+  path: '/product.search.cp',
+  params: [
+    ['v', '3'],
+    ['appKey', 'k'],
+    ['query', 'dog'],
+  ],
+};
+
+const search = (query: string): UpstreamRequest => ({ path: '/product.search.cp', params: [['v', '3'], ['appKey', 'k'], ['query', query]] });
+
+/** Builds a well-formed `searchResultSet` of at least `bytes` bytes. */
+function bigResult(bytes: number): string {
+  const item = '<subtopic>filler filler filler filler filler filler filler</subtopic>\n';
+  return `<searchResultSet><subtopics>\n${item.repeat(Math.ceil(bytes / item.length))}</subtopics></searchResultSet>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers: loopback servers and clients, all closed after each test
+
+type Handler = (req: IncomingMessage, res: ServerResponse, index: number) => void;
+
+interface SeenRequest {
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly accept: string | undefined;
+}
+
+interface Upstream {
+  /** `http://127.0.0.1:PORT` */
+  readonly origin: string;
+  readonly port: number;
+  readonly requests: SeenRequest[];
+  /** TCP connections accepted so far. */
+  connections(): number;
+  close(): Promise<void>;
+}
+
+const openServers: Upstream[] = [];
+const openClients: UpstreamClient[] = [];
+
+afterEach(async () => {
+  await Promise.all(openClients.splice(0).map((client) => client.close()));
+  await Promise.all(openServers.splice(0).map((server) => server.close()));
+});
+
+/** A loopback HTTP server on a free port; `handler` sees each request with its 0-based index. */
+async function startUpstream(handler: Handler): Promise<Upstream> {
+  const requests: SeenRequest[] = [];
+  let connections = 0;
+  const server = createServer((req, res) => {
+    requests.push({ method: req.method, url: req.url, accept: req.headers.accept });
+    handler(req, res, requests.length - 1);
+  });
+  server.on('connection', () => {
+    connections++;
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | undefined;
+  const upstream: Upstream = {
+    origin: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    connections: () => connections,
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+  openServers.push(upstream);
+  return upstream;
+}
+
+/** A handler that answers every request with `status`, `body` and `headers`. */
+const answer =
+  (status: number, body: string, headers: OutgoingHttpHeaders = XML_TYPE): Handler =>
+  (_req, res) => {
+    res.writeHead(status, headers).end(body);
+  };
+
+/** A port nothing listens on: a server was there a moment ago. */
+async function deadPort(): Promise<number> {
+  const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+  await upstream.close();
+  return upstream.port;
+}
+
+/**
+ * A client for `baseUrl` with short timeouts (so nothing here can hang) and the given upstream
+ * overrides; every outcome it reports is pushed onto the returned `outcomes`.
+ */
+function clientFor(baseUrl: string, overrides: { [key: string]: Json } = {}): { client: UpstreamClient; outcomes: UpstreamOutcome[] } {
+  const config = testConfig({
+    upstream: { baseUrl, connectTimeoutMs: 1000, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, ...overrides },
+  });
+  const outcomes: UpstreamOutcome[] = [];
+  const client = createUpstreamClient(config.upstream, (outcome) => outcomes.push(outcome));
+  openClients.push(client);
+  return { client, outcomes };
+}
+
+/** The OperationError `promise` rejects with (fails the test if it resolves or throws anything else). */
+async function failure(promise: Promise<unknown>): Promise<OperationError> {
+  const err: unknown = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(err).toBeInstanceOf(OperationError);
+  return err as OperationError;
+}
+
+/** What `action` throws (undefined if it returns). */
+function thrown(action: () => unknown): unknown {
+  try {
+    action();
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs `action`, returning how long it took in milliseconds alongside its result. */
+async function timed<T>(action: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const started = performance.now();
+  const result = await action();
+  return { result, ms: performance.now() - started };
+}
+
+const items = (root: XmlElement): XmlElement[] =>
+  childElements(root)
+    .filter((child) => child.name === 'mainResults')
+    .flatMap(childElements)
+    .filter((child) => child.name === 'searchResultItem');
+
+// ---------------------------------------------------------------------------------------------
+
+describe('readAnswer', () => {
+  it('returns the searchResultSet root of a 2xx answer', () => {
+    const root = readAnswer(200, SEARCH_RESULT);
+    expect(root.name).toBe('searchResultSet');
+    expect(root.attributes.map((a) => [a.name, a.value])).toEqual(ROOT_ATTRIBUTES);
+    expect(items(root)).toHaveLength(2);
+  });
+
+  it.each([
+    { status: 400, body: HELP, message: INVALID_SORT },
+    { status: 500, body: HELP, message: INVALID_SORT },
+    { status: 400, body: '<help><exception-message>  </exception-message></help>', message: 'The remote server returned an error: (400) Bad Request.' },
+    { status: 400, body: '', message: 'The remote server returned an error: (400) Bad Request.' },
+    { status: 403, body: '<h1>Developer Inactive</h1>', message: 'The remote server returned an error: (403) Forbidden.' },
+    { status: 404, body: 'not found', message: 'The remote server returned an error: (404) Not Found.' },
+    { status: 500, body: '<html><body>oops</body></html>', message: 'The remote server returned an error: (500) Internal Server Error.' },
+    { status: 502, body: '', message: 'The remote server returned an error: (502) Bad Gateway.' },
+    { status: 503, body: '', message: 'The remote server returned an error: (503) Service Unavailable.' },
+    { status: 504, body: SEARCH_RESULT, message: 'The remote server returned an error: (504) Gateway Timeout.' },
+  ])('$status with $body.length body chars: "$message"', ({ status, body, message }) => {
+    const err = thrown(() => readAnswer(status, body));
+    expect(err).toBeInstanceOf(UpstreamStatusError);
+    const statusError = err as UpstreamStatusError;
+    expect(statusError.chain).toEqual([message]);
+    expect(statusError.status).toBe(status);
+    expect(statusError.reason).toBe('upstream_status');
+  });
+
+  it('reads a <help> document in a 200 answer as the upstream error, its message trimmed', () => {
+    expect(() => readAnswer(200, HELP)).toThrow(new OperationError(INVALID_SORT, 'upstream_error'));
+    const padded = '<help>\n  <exception-message>\n    No such product.\n  </exception-message>\n</help>';
+    expect(() => readAnswer(200, padded)).toThrow('No such product.');
+  });
+
+  it.each([
+    { name: 'not XML', body: 'hello', message: 'The upstream answer is not well-formed XML.' },
+    { name: 'empty', body: '', message: 'The upstream answer is not well-formed XML.' },
+    { name: 'truncated', body: '<searchResultSet><mainResults>', message: 'The upstream answer is not well-formed XML.' },
+    { name: 'DOCTYPE', body: '<!DOCTYPE x [<!ENTITY e "boom">]><searchResultSet>&e;</searchResultSet>', message: 'The upstream answer is not well-formed XML.' },
+    { name: 'wrong root', body: '<products/>', message: "The upstream answer has root element 'products', expected 'searchResultSet'." },
+  ])('refuses a 200 answer that is $name as upstream_invalid', ({ body, message }) => {
+    expect(() => readAnswer(200, body)).toThrow(new OperationError(message, 'upstream_invalid'));
+  });
+});
+
+describe('upstream client', () => {
+  describe('success', () => {
+    it('returns the parsed root of a searchResultSet answer', async () => {
+      const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+      const { client } = clientFor(upstream.origin);
+
+      const root = await client.fetch(SEARCH);
+
+      expect(root.name).toBe('searchResultSet');
+      expect(root.attributes.map((a) => [a.name, a.value])).toEqual(ROOT_ATTRIBUTES);
+      expect(items(root)).toHaveLength(2);
+      const products = items(root).flatMap(childElements).flatMap(childElements);
+      expect(products.map((p) => attribute(p, 'productNumber'))).toEqual(['1001', '1002', '1003']);
+      // Decoded once: the upstream's double escaping survives as one level of `&amp;`.
+      expect(attribute(products[0]!, 'storeName')).toBe('Spay Neuter &amp; Rescue');
+      expect(attribute(products[0]!, 'item')).toBe('Mug       ');
+      const searchString = childElements(root).find((child) => child.name === 'searchQuery');
+      expect(searchString && innerText(searchString)).toBe('dog');
+    });
+
+    it('sends one GET with the exact path and query string, parameters in order', async () => {
+      const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+      const { client } = clientFor(upstream.origin);
+
+      await client.fetch(SEARCH);
+
+      expect(upstream.requests).toEqual([{ method: 'GET', url: '/product.search.cp?v=3&appKey=k&query=dog', accept: 'text/xml, application/xml' }]);
+    });
+
+    it('URL-encodes parameter values', async () => {
+      const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+      const { client } = clientFor(upstream.origin);
+
+      await client.fetch({
+        path: '/product.searchForProductsOfStore.cp',
+        params: [
+          ['v', '3'],
+          ['appKey', 'a+b/c='],
+          ['storeId', 'cats & dogs'],
+          ['query', 'café?#%'],
+        ],
+      });
+
+      const url = upstream.requests[0]?.url ?? '';
+      expect(url).toBe('/product.searchForProductsOfStore.cp?v=3&appKey=a%2Bb%2Fc%3D&storeId=cats+%26+dogs&query=caf%C3%A9%3F%23%25');
+      // What a form-decoding upstream reads back.
+      expect([...new URL(url, upstream.origin).searchParams]).toEqual([
+        ['v', '3'],
+        ['appKey', 'a+b/c='],
+        ['storeId', 'cats & dogs'],
+        ['query', 'café?#%'],
+      ]);
+    });
+
+    it('honours a path prefix in the base URL, with or without a trailing slash', async () => {
+      const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+
+      await clientFor(`${upstream.origin}/api`).client.fetch(SEARCH);
+      await clientFor(`${upstream.origin}/api/v3/`).client.fetch(search('cat'));
+
+      expect(upstream.requests.map((r) => r.url)).toEqual([
+        '/api/product.search.cp?v=3&appKey=k&query=dog',
+        '/api/v3/product.search.cp?v=3&appKey=k&query=cat',
+      ]);
+    });
+
+    it('reuses one kept-alive TCP connection for sequential fetches', async () => {
+      const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+      const { client } = clientFor(upstream.origin);
+
+      for (const query of ['a', 'b', 'c', 'd']) {
+        await client.fetch(search(query));
+        await pause(10);
+      }
+
+      expect(upstream.requests).toHaveLength(4);
+      expect(upstream.connections()).toBe(1);
+    });
+
+    it('keeps back-to-back fetches on at most two connections', async () => {
+      // undici frees a pool connection a tick after the body ends, so a fetch started in the same
+      // tick as the previous one finished opens a second connection; after that both are reused.
+      const upstream = await startUpstream(answer(200, SEARCH_RESULT));
+      const { client } = clientFor(upstream.origin);
+
+      for (let page = 0; page < 10; page++) await client.fetch(search(`page ${page}`));
+
+      expect(upstream.requests).toHaveLength(10);
+      expect(upstream.connections()).toBeLessThanOrEqual(2);
+    });
+  });
+
+  describe('upstream errors (cp-upstream.md §7, §11.8)', () => {
+    it.each([
+      { name: '400 <help>', status: 400, headers: XML_TYPE, body: HELP, message: INVALID_SORT, reason: 'upstream_status' },
+      { name: '200 <help>', status: 200, headers: XML_TYPE, body: HELP, message: INVALID_SORT, reason: 'upstream_error' },
+      {
+        name: '403 Mashery',
+        status: 403,
+        headers: { ...XML_TYPE, 'X-Mashery-Error-Code': 'ERR_403_DEVELOPER_INACTIVE' },
+        body: '<h1>Developer Inactive</h1>',
+        message: 'The remote server returned an error: (403) Forbidden.',
+        reason: 'upstream_status',
+      },
+      {
+        name: '500 HTML',
+        status: 500,
+        headers: { 'content-type': 'text/html' },
+        body: '<!DOCTYPE html><html><head><title>Error</title></head><body><h1>Internal error</h1></body></html>',
+        message: 'The remote server returned an error: (500) Internal Server Error.',
+        reason: 'upstream_status',
+      },
+      { name: '503 empty', status: 503, headers: {}, body: '', message: 'The remote server returned an error: (503) Service Unavailable.', reason: 'upstream_status' },
+    ])('$name → "$message"', async ({ status, headers, body, message, reason }) => {
+      const upstream = await startUpstream(answer(status, body, headers));
+      const { client } = clientFor(upstream.origin);
+
+      const err = await failure(client.fetch(SEARCH));
+
+      expect(err.message).toBe(message);
+      expect(err.chain).toEqual([message]);
+      expect(err.reason).toBe(reason);
+      // An answer, however unwelcome, is not retried.
+      expect(upstream.requests).toHaveLength(1);
+    });
+  });
+
+  describe('timeouts', () => {
+    // undici runs headers/body timers on a coarse (~1 s) clock, so a 150 ms timeout fires within
+    // about a second; well under the 5 s the other tests configure.
+    const PROMPTLY_MS = 2500;
+
+    it('times out an upstream that never sends headers, without retrying', async () => {
+      const upstream = await startUpstream(() => {});
+      const { client } = clientFor(upstream.origin, { headersTimeoutMs: 150, retries: 1 });
+
+      const { result: err, ms } = await timed(() => failure(client.fetch(SEARCH)));
+
+      expect(err.message).toBe(TIMED_OUT);
+      expect(err.reason).toBe('upstream_timeout');
+      expect(ms).toBeLessThan(PROMPTLY_MS);
+      expect(upstream.requests).toHaveLength(1);
+    });
+
+    it('times out an upstream that stalls in the middle of the body', async () => {
+      const upstream = await startUpstream((_req, res) => {
+        res.writeHead(200, XML_TYPE);
+        res.write('<searchResultSet totalDesigns="2">\n  <mainResults>\n');
+      });
+      const { client } = clientFor(upstream.origin, { bodyTimeoutMs: 150, retries: 1 });
+
+      const { result: err, ms } = await timed(() => failure(client.fetch(SEARCH)));
+
+      expect(err.message).toBe(TIMED_OUT);
+      expect(err.reason).toBe('upstream_timeout');
+      expect(ms).toBeLessThan(PROMPTLY_MS);
+      expect(upstream.requests).toHaveLength(1);
+    });
+  });
+
+  it('reports a refused connection as "Unable to connect to the remote server"', async () => {
+    const { client } = clientFor(`http://127.0.0.1:${await deadPort()}`);
+
+    const err = await failure(client.fetch(SEARCH));
+
+    expect(err.message).toBe(UNABLE_TO_CONNECT);
+    expect(err.chain).toEqual([UNABLE_TO_CONNECT]);
+    expect(err.reason).toBe('upstream_unreachable');
+  });
+
+  describe('size cap', () => {
+    const body = bigResult(10 * 1024);
+
+    it.each([
+      { framing: 'Content-Length', headers: { ...XML_TYPE, 'content-length': String(Buffer.byteLength(body)) } },
+      { framing: 'chunked', headers: XML_TYPE },
+    ])('refuses a 10 KB answer over a 2 KB cap ($framing)', async ({ headers }) => {
+      expect(() => readAnswer(200, body)).not.toThrow();
+      const upstream = await startUpstream(answer(200, body, headers));
+      const { client } = clientFor(upstream.origin, { maxResponseBytes: 2048 });
+
+      const err = await failure(client.fetch(SEARCH));
+
+      expect(err.reason).toBe('upstream_invalid');
+      expect(err.message).toBe('The upstream answer exceeded the maximum response size.');
+      expect(upstream.requests).toHaveLength(1);
+    });
+
+    it('accepts an answer under the cap', async () => {
+      const upstream = await startUpstream(answer(200, body));
+      const { client } = clientFor(upstream.origin, { maxResponseBytes: 16 * 1024 });
+
+      await expect(client.fetch(SEARCH)).resolves.toMatchObject({ name: 'searchResultSet' });
+    });
+  });
+
+  describe('answers that are not a searchResultSet', () => {
+    it.each([
+      { name: 'not XML', body: 'hello' },
+      { name: 'truncated XML', body: '<searchResultSet><mainResults>' },
+      { name: 'the wrong root', body: '<products/>' },
+      { name: 'a DOCTYPE with an entity', body: '<!DOCTYPE x [<!ENTITY e "boom">]><searchResultSet>&e;</searchResultSet>' },
+    ])('refuses $name as upstream_invalid', async ({ body }) => {
+      const upstream = await startUpstream(answer(200, body));
+      const { client } = clientFor(upstream.origin);
+
+      const err = await failure(client.fetch(SEARCH));
+
+      expect(err.reason).toBe('upstream_invalid');
+      expect(err.chain.join(' ')).not.toContain('boom');
+    });
+  });
+
+  describe('retry of a dropped connection', () => {
+    /** Destroys the socket unanswered for the first `drops` requests, answers properly afterwards. */
+    const dropFirst =
+      (drops: number): Handler =>
+      (req, res, index) => {
+        if (index < drops) req.socket.destroy();
+        else answer(200, SEARCH_RESULT)(req, res, index);
+      };
+
+    it('retries once and succeeds with retries: 1', async () => {
+      const upstream = await startUpstream(dropFirst(1));
+      const { client, outcomes } = clientFor(upstream.origin, { retries: 1 });
+
+      const root = await client.fetch(SEARCH);
+
+      expect(root.name).toBe('searchResultSet');
+      expect(upstream.requests.map((r) => r.url)).toEqual(['/product.search.cp?v=3&appKey=k&query=dog', '/product.search.cp?v=3&appKey=k&query=dog']);
+      expect(outcomes.map((o) => o.outcome)).toEqual(['ok']);
+    });
+
+    it('fails with upstream_unreachable with retries: 0', async () => {
+      const upstream = await startUpstream(dropFirst(1));
+      const { client } = clientFor(upstream.origin, { retries: 0 });
+
+      const err = await failure(client.fetch(SEARCH));
+
+      expect(err.reason).toBe('upstream_unreachable');
+      expect(err.message).toBe(CONNECTION_CLOSED);
+      expect(upstream.requests).toHaveLength(1);
+    });
+
+    it('gives up after 1 + retries attempts', async () => {
+      const upstream = await startUpstream(dropFirst(Infinity));
+      const { client } = clientFor(upstream.origin, { retries: 2 });
+
+      const err = await failure(client.fetch(SEARCH));
+
+      expect(err.reason).toBe('upstream_unreachable');
+      expect(upstream.requests).toHaveLength(3);
+    });
+  });
+
+  describe('observe', () => {
+    it('reports one outcome per fetch with the path, outcome and status', async () => {
+      const byQuery: Record<string, Handler> = {
+        ok: answer(200, SEARCH_RESULT),
+        gone: answer(503, ''),
+        help: answer(200, HELP),
+        junk: answer(200, 'hello'),
+        slow: () => {},
+      };
+      const upstream = await startUpstream((req, res, index) => {
+        const query = new URL(req.url ?? '/', 'http://upstream').searchParams.get('query') ?? '';
+        byQuery[query]?.(req, res, index);
+      });
+      const { client, outcomes } = clientFor(upstream.origin, { headersTimeoutMs: 150 });
+
+      await client.fetch(search('ok'));
+      for (const query of ['gone', 'help', 'junk', 'slow']) await failure(client.fetch(search(query)));
+      await client.fetch({ path: '/product.searchForProduct.cp', params: [['v', '3'], ['productId', '1001'], ['query', 'ok']] });
+
+      expect(outcomes.map(({ path, outcome, status }) => ({ path, outcome, status }))).toEqual([
+        { path: '/product.search.cp', outcome: 'ok', status: 200 },
+        { path: '/product.search.cp', outcome: 'upstream_status', status: 503 },
+        { path: '/product.search.cp', outcome: 'upstream_error', status: 200 },
+        { path: '/product.search.cp', outcome: 'upstream_invalid', status: 200 },
+        { path: '/product.search.cp', outcome: 'upstream_timeout', status: null },
+        { path: '/product.searchForProduct.cp', outcome: 'ok', status: 200 },
+      ]);
+      for (const outcome of outcomes) expect(outcome.seconds).toBeGreaterThanOrEqual(0);
+      expect(outcomes[4]!.seconds).toBeGreaterThanOrEqual(0.1);
+    });
+
+    it('reports a refused connection with no status', async () => {
+      const { client, outcomes } = clientFor(`http://127.0.0.1:${await deadPort()}`);
+
+      await failure(client.fetch(SEARCH));
+
+      expect(outcomes).toEqual([{ path: '/product.search.cp', outcome: 'upstream_unreachable', status: null, seconds: expect.any(Number) }]);
+    });
+  });
+});
