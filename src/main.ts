@@ -52,8 +52,8 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = pino({ level: config.log.level });
-  const running = await start(config, logger);
 
+  // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;
@@ -64,16 +64,20 @@ async function main(): Promise<void> {
       process.exit(1);
     }, config.server.shutdownGraceMs);
     deadline.unref();
-    running.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'error while stopping');
-        process.exit(1);
-      },
-    );
+    startup
+      .then((running) => running.stop())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'error while stopping');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  const startup = start(config, logger);
+  await startup;
 }
 
 if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

@@ -6,7 +6,7 @@ import { createProxy } from '../src/proxy.js';
 import { planPages } from '../src/translate/paging.js';
 import { attribute } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
-import { itemIds, pagedUpstream, range } from './support/pages.js';
+import { SEARCH_PAGES, STORE_PAGES, itemIds, pagedUpstream, range } from './support/pages.js';
 
 /** Fewest pages of one size ≤ max covering the window, found by trying every size and page. */
 function bruteForceMinimum(offset: number, count: number, max: number): number {
@@ -66,7 +66,7 @@ function advancedSearchCall(startResults: string | null, maxResults: string | nu
 }
 
 describe('AdvancedSearch windows, end to end through the planner and assembler', () => {
-  const profile = { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1 };
+  const profile = SEARCH_PAGES;
 
   it('returns exactly the ideal slice with the minimum number of upstream requests', async () => {
     await fc.assert(
@@ -121,7 +121,7 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
 });
 
 describe('StoreLookupPaged', () => {
-  const profile = { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0 };
+  const profile = STORE_PAGES;
   const call = (pageIndex: number, pageSize: number): LegacyCall => ({
     operation: storeLookupPaged,
     args: { storeId: 'cybersprocket', pageIndex, pageSize },
@@ -158,7 +158,7 @@ describe('StoreLookupPaged', () => {
 });
 
 describe('StoreLookup', () => {
-  const profile = { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0 };
+  const profile = STORE_PAGES;
   const call: LegacyCall = { operation: findOperation('StoreLookup')!, args: { storeId: 'cybersprocket' } };
 
   it.each([0, 1, 255, 256, 257, 700])('returns all %i items of the store in order', async (total) => {

@@ -1,31 +1,80 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Fetcher } from '../../src/proxy.js';
 import type { UpstreamRequest } from '../../src/translate/plan.js';
 import { parseXml } from '../../src/xml/parse.js';
 import { attribute, childElements, type XmlElement } from '../../src/xml/tree.js';
 
+/** How a simulated endpoint names and counts its pages. */
+export interface PageNaming {
+  readonly pageParam: string;
+  readonly sizeParam: string;
+  readonly firstPage: number;
+}
+
+export const SEARCH_PAGES: PageNaming = { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1 };
+export const STORE_PAGES: PageNaming = { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0 };
+
 /**
- * A paged `.cp` endpoint simulated in memory: `items` item ids, served page by page as
- * searchResultSet documents, every request recorded.
+ * One page of a paged `.cp` endpoint holding `totalItems` items with ids 0, 1, …, as the upstream
+ * writes it (no declaration, indented).
  */
-export function pagedUpstream(
-  totalItems: number,
-  profile: { pageParam: string; sizeParam: string; firstPage: number },
-): Fetcher & { readonly requests: UpstreamRequest[] } {
+export function pageDocument(totalItems: number, params: ReadonlyMap<string, string>, naming: PageNaming): string {
+  const size = Number(params.get(naming.sizeParam) ?? 60);
+  const page = Number(params.get(naming.pageParam) ?? naming.firstPage) - naming.firstPage;
+  const first = page * size;
+  const count = Math.max(0, Math.min(size, totalItems - first));
+  const items = Array.from(
+    { length: count },
+    (_, i) => `    <searchResultItem type="IMAGE" mediaId="${first + i}">\n      <products total="1" />\n    </searchResultItem>\n`,
+  ).join('');
+  return (
+    `<searchResultSet totalDesigns="${totalItems}" totalProducts="${totalItems}" startResult="${first}" resultLength="${count}" version="3" sort="by_score_desc">\n` +
+    `  <mainResults>\n${items}  </mainResults>\n  <searchQuery>\n    <searchString>q</searchString>\n  </searchQuery>\n</searchResultSet>`
+  );
+}
+
+/** A paged endpoint simulated in memory, every request recorded. */
+export function pagedUpstream(totalItems: number, naming: PageNaming): Fetcher & { readonly requests: UpstreamRequest[] } {
   const requests: UpstreamRequest[] = [];
   return {
     requests,
     async fetch(request) {
       requests.push(request);
-      const params = new Map(request.params);
-      const size = Number(params.get(profile.sizeParam) ?? 60);
-      const page = Number(params.get(profile.pageParam) ?? profile.firstPage) - profile.firstPage;
-      const first = page * size;
-      const ids = Array.from({ length: Math.max(0, Math.min(size, totalItems - first)) }, (_, i) => first + i);
-      const items = ids.map((id) => `<searchResultItem type="IMAGE" mediaId="${id}"><products total="1" /></searchResultItem>`).join('');
-      return parseXml(
-        `<searchResultSet totalDesigns="${totalItems}" totalProducts="${totalItems}" startResult="${first}" resultLength="${ids.length}" version="3" sort="by_score_desc"><mainResults>${items}</mainResults><searchQuery><searchString>q</searchString></searchQuery></searchResultSet>`,
-      );
+      return parseXml(pageDocument(totalItems, new Map(request.params), naming));
     },
+  };
+}
+
+export interface RecordingUpstream {
+  readonly url: string;
+  /** Path and query of every request, in arrival order. */
+  readonly requests: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A `.cp` upstream on loopback that follows cp-upstream.md with the default paging profiles and
+ * records what it is asked: the search endpoints page through `totalItems` items.
+ */
+export async function recordingUpstream(totalItems: number): Promise<RecordingUpstream> {
+  const requests: string[] = [];
+  const server: Server = createServer((req, res) => {
+    requests.push(req.url ?? '');
+    const url = new URL(req.url ?? '/', 'http://upstream');
+    const naming = url.pathname.endsWith('/product.searchForProductsOfStore.cp') ? STORE_PAGES : SEARCH_PAGES;
+    res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' });
+    res.end(pageDocument(totalItems, new Map(url.searchParams), naming));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -1,0 +1,105 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The built entry point as `npm start` runs it (`npm test` compiles it first): the first log line,
+ * a real call, a graceful SIGTERM, and start-up refusals that name the configuration key.
+ */
+
+const MAIN = join(import.meta.dirname, '..', 'dist', 'src', 'main.js');
+
+interface Exit {
+  readonly code: number | null;
+  readonly stdout: string[];
+  readonly stderr: string;
+}
+
+function run(env: NodeJS.ProcessEnv, whileRunning?: (lines: AsyncIterator<string>, kill: () => void) => Promise<void>): Promise<Exit> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stdout: string[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const recording: AsyncIterator<string> = {
+    next: async () => {
+      const line = await lines.next();
+      if (!line.done) stdout.push(line.value);
+      return line;
+    },
+  };
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  return (async () => {
+    if (whileRunning) await whileRunning(recording, () => child.kill('SIGTERM'));
+    const code = await exited;
+    clearTimeout(timer);
+    for (let line = await recording.next(); !line.done; line = await recording.next());
+    return { code, stdout, stderr };
+  })();
+}
+
+async function nextEvent(lines: AsyncIterator<string>, event: string): Promise<Record<string, unknown>> {
+  for (let line = await lines.next(); !line.done; line = await lines.next()) {
+    const entry = JSON.parse(line.value) as Record<string, unknown>;
+    if (entry.event === event) return entry;
+  }
+  throw new Error(`no ${event} log line`);
+}
+
+describe('npm start', () => {
+  it('says first that the demo upstream is in use, serves, and stops cleanly on SIGTERM', async () => {
+    const exit = await run({}, async (lines, kill) => {
+      const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+      expect(first.event).toBe('demo_upstream');
+      expect(first.msg).toMatch(/^No upstream configured: using the embedded demo upstream at http:\/\/127\.0\.0\.1:\d+$/);
+      const listening = await nextEvent(lines, 'listening');
+      const response = await fetch(`${String(listening.address)}/index.asmx/Search?query=dog&apiKey=never-logged-key`);
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('<searchResultSet ');
+      const hit = await nextEvent(lines, 'deprecated_call');
+      expect(hit).toMatchObject({ operation: 'Search', binding: 'httpGet', outcome: 'ok', status: 200, upstreamRequests: 1 });
+      expect(hit.client).toMatch(/^sha256:[0-9a-f]{12}$/);
+      kill();
+    });
+    expect(exit.code).toBe(0);
+    expect(exit.stdout.join('\n')).not.toContain('never-logged-key');
+  });
+
+  it('uses UPSTREAM_URL instead of the demo upstream', async () => {
+    const exit = await run({ UPSTREAM_URL: 'http://127.0.0.1:9/api' }, async (lines, kill) => {
+      const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+      expect(first).toMatchObject({ event: 'upstream', upstream: 'http://127.0.0.1:9/api' });
+      kill();
+    });
+    expect(exit.code).toBe(0);
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'Invalid configuration: PORT must be a whole number, got "eighty".'],
+    [{ PORT: '70000' }, 'Invalid configuration: server.port must be a whole number from 0 to 65535, got 70000.'],
+    [{ UPSTREAM_URL: 'ftp://example.com' }, 'Invalid configuration: upstream.baseUrl must be an http or https URL, got "ftp://example.com".'],
+    [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: log.level must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud".'],
+    [{ CONFIG_FILE: '/nonexistent/proxy.json' }, 'Invalid configuration: CONFIG_FILE names a file that cannot be read (/nonexistent/proxy.json: ENOENT).'],
+  ])('refuses %j with a message naming the key', async (env, message) => {
+    const exit = await run(env);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr.trim()).toBe(message);
+  });
+
+  it('refuses a bad value in CONFIG_FILE, naming the dotted key', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-config-')), 'proxy.json');
+    writeFileSync(file, JSON.stringify({ paging: { profiles: { '/product.search.cp': { maxPageSize: 0 } } } }));
+    const exit = await run({ CONFIG_FILE: file });
+    expect(exit.code).toBe(1);
+    expect(exit.stderr.trim()).toBe(
+      'Invalid configuration: paging.profiles./product.search.cp.maxPageSize must be a whole number from 1 to 100000, got 0.',
+    );
+  });
+});
