@@ -1,19 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../src/config.js';
 import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from '../src/inbound/help.js';
 import { OPERATIONS, type OperationSpec } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../src/xml/tree.js';
+import { testService } from './support/config.js';
 
 // Expected texts are copied from asmx-wire.md §7.4 and legacy-interface.md §4/§9.
 
 const URL = 'https://legacy.example.com/index.asmx';
-const service = (overrides: Partial<Config['service']> = {}): Config['service'] => ({
-  namespace: 'http://tempuri.org/',
-  name: 'CatalogService',
-  httpOptionalParameters: 'lenient',
-  ...overrides,
-});
+const service = testService;
 
 function operation(name: string): OperationSpec {
   const op = OPERATIONS.find((candidate) => candidate.name === name);

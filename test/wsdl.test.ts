@@ -3,22 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createClientAsync } from 'soap';
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../src/config.js';
 import { renderDisco } from '../src/inbound/disco.js';
 import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND, renderWsdl } from '../src/inbound/wsdl.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
+import { testService } from './support/config.js';
 
 // Expected values are written out from the specs (asmx-wire.md §7.2/§7.3, legacy-interface.md §4, §9),
 // not derived from the operation table, so a drift in either shows up here.
 
 const URL = 'https://legacy.example.com/index.asmx';
-const service = (overrides: Partial<Config['service']> = {}): Config['service'] => ({
-  namespace: 'http://tempuri.org/',
-  name: 'CatalogService',
-  httpOptionalParameters: 'lenient',
-  ...overrides,
-});
+const service = testService;
 
 const WSDL = 'http://schemas.xmlsoap.org/wsdl/';
 const XSD = 'http://www.w3.org/2001/XMLSchema';
