@@ -274,3 +274,23 @@ describe('errors keep the binding form', () => {
     expect(answer.status).toBe(200);
   });
 });
+
+describe('service description and operations signals', () => {
+  it('serves ?WSDL with addresses built from the request, and the four ports', async () => {
+    const response = await fetch(`${proxy.url}/index.asmx?WSDL`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/xml; charset=utf-8');
+    const wsdl = await response.text();
+    const address = `${proxy.url}/index.asmx`;
+    for (const port of ['soap:address', 'soap12:address', 'http:address']) expect(wsdl).toContain(`<${port} location="${address}" />`);
+    expect(wsdl.match(/<wsdl:port /g)).toHaveLength(4);
+  });
+
+  it('counts calls in Prometheus metrics, without keys', async () => {
+    await call('SOAP 1.1', 'Search', { query: 'cat', apiKey: 'metrics-secret-key' });
+    const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+    expect(metrics).toMatch(/legacy_calls_total\{operation="Search",binding="soap11",outcome="ok"\} [1-9]\d*/);
+    expect(metrics).toMatch(/upstream_request_duration_seconds_count\{path="\/product.search.cp",outcome="ok"\} [1-9]\d*/);
+    expect(metrics).not.toContain('metrics-secret-key');
+  });
+});
