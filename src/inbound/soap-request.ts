@@ -78,8 +78,9 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
     }
   }
 
-  // Checks after routing, in ASMX's order (§2.5).
-  if (media.base !== 'text/xml' && media.base !== 'application/soap+xml') throw new SoapFault('Client', [], guess, 415);
+  // Checks after routing, in ASMX's order (§2.5); faults in the envelope's version once it was read.
+  const routedVersion = document instanceof XmlSyntaxError || document === undefined ? guess : (envelopeVersion(document) ?? guess);
+  if (media.base !== 'text/xml' && media.base !== 'application/soap+xml') throw new SoapFault('Client', [], routedVersion, 415);
   document ??= readDocument(decodeBody(media, request.body));
   if (document instanceof XmlSyntaxError) throw new SoapFault('Client', [document.message], guess, 400);
   const version = envelopeVersion(document);
