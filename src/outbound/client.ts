@@ -116,7 +116,8 @@ export class UpstreamStatusError extends OperationError {
 export function readAnswer(statusCode: number, text: string): XmlElement {
   let root: XmlElement | undefined;
   try {
-    root = parseXml(text);
+    // Positions only serve error texts the client never sees for an upstream answer.
+    root = parseXml(text, { positions: false });
   } catch (err) {
     if (!(err instanceof XmlSyntaxError)) throw err;
   }
