@@ -561,3 +561,11 @@ describe('upstream client', () => {
     });
   });
 });
+
+describe('secrets in upstream error messages', () => {
+  it('redacts the appKey sent when the upstream echoes it in <help>', () => {
+    const body = '<help>\n  <exception-message>Invalid appKey s3cr3t-key for v=3.</exception-message>\n</help>';
+    expect(() => readAnswer(400, body, ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+    expect(() => readAnswer(200, body, ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+  });
+});

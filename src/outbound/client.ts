@@ -71,7 +71,7 @@ export function createUpstreamClient(
     });
     answered(statusCode);
     const text = await body.text();
-    return readAnswer(statusCode, text);
+    return readAnswer(statusCode, text, secretsOf(request));
   }
 
   return {
@@ -112,8 +112,19 @@ export class UpstreamStatusError extends OperationError {
   }
 }
 
-/** Status and body in, result root or a named failure out. */
-export function readAnswer(statusCode: number, text: string): XmlElement {
+/** Parameters whose values must never reach a fault, a log line or a metric. */
+const SECRET_PARAMS = new Set(['appKey']);
+const REDACTED = '[redacted]';
+
+function secretsOf(request: UpstreamRequest): string[] {
+  return request.params.filter(([name, value]) => SECRET_PARAMS.has(name) && value !== '').map(([, value]) => value);
+}
+
+/**
+ * Status and body in, result root or a named failure out. An upstream error message that echoes
+ * one of `secrets` (the appKey sent) has it redacted: the message goes to legacy clients as a fault.
+ */
+export function readAnswer(statusCode: number, text: string, secrets: readonly string[] = []): XmlElement {
   let root: XmlElement | undefined;
   try {
     // Positions only serve error texts the client never sees for an upstream answer.
@@ -121,7 +132,7 @@ export function readAnswer(statusCode: number, text: string): XmlElement {
   } catch (err) {
     if (!(err instanceof XmlSyntaxError)) throw err;
   }
-  const helpMessage = root?.local === ERROR_ROOT ? exceptionMessage(root) : undefined;
+  const helpMessage = root?.local === ERROR_ROOT ? redact(exceptionMessage(root), secrets) : undefined;
   if (statusCode < 200 || statusCode > 299) {
     const reason = STATUS_CODES[statusCode] ?? 'Unknown';
     throw new UpstreamStatusError(helpMessage ?? `The remote server returned an error: (${statusCode}) ${reason}.`, statusCode);
@@ -138,6 +149,10 @@ function exceptionMessage(help: XmlElement): string | undefined {
   const message = childElements(help).find((child) => child.local === 'exception-message');
   const text = message === undefined ? '' : innerText(message).trim();
   return text === '' ? undefined : text;
+}
+
+function redact(message: string | undefined, secrets: readonly string[]): string | undefined {
+  return secrets.reduce((text, secret) => text?.split(secret).join(REDACTED), message);
 }
 
 function errorCode(err: unknown): string {
