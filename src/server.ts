@@ -62,6 +62,14 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     return503OnClosing: true,
     // Request URLs carry apiKey in the query string: the deprecation hit is the request log.
     logController: new LogController({ disableRequestLogging: true }),
+    // A malformed %-escape in the path makes the router give up (FST_ERR_BAD_URL) with a JSON 400 of
+    // its own, before any hook. ASP.NET keeps such an escape as written (HttpUtility.UrlDecode), so
+    // the request is dispatched like any other: `/index.asmx/%ZZ` names the method `%ZZ`. No hook
+    // runs on this path, so the deprecation headers are added here.
+    frameworkErrors: (_error, request, reply) => {
+      addDeprecationHeaders(request, reply);
+      void dispatch(request, reply);
+    },
   });
   const hits = createHitRecorder(fastify.log);
   const upstream = deps.client ?? createUpstreamClient(config.upstream, hits.observeUpstream);
@@ -78,15 +86,30 @@ export function buildApp(config: Config, deps: AppDependencies): App {
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
+  // ASMX reads the Content-Type itself (asmx-wire.md §2.5, §3, §6.2), but fastify answers one it cannot
+  // parse (`foo`, an empty value) with its own 415, and a QUERY without one with a 400, before any
+  // handler runs. So the handlers read the header as sent, and fastify is shown a neutral type that
+  // the catch-all parser above reads as bytes like any other.
+  const sentContentTypes = new WeakMap<FastifyRequest['raw'], string | undefined>();
+  fastify.addHook('onRequest', async (request) => {
+    sentContentTypes.set(request.raw, request.headers['content-type']);
+    request.raw.headers['content-type'] = 'application/octet-stream';
+  });
+  const contentTypeOf = (request: FastifyRequest): string | undefined =>
+    sentContentTypes.has(request.raw) ? sentContentTypes.get(request.raw) : request.headers['content-type'];
+
   fastify.get('/healthz', async () => ({ status: 'ok' }));
   fastify.get('/metrics', async (_req, reply) => {
     reply.header('content-type', hits.registry.contentType);
     return hits.registry.metrics();
   });
 
-  fastify.addHook('onSend', async (request, reply) => {
-    if (servicePathOf(request.url, servicePath) !== null) reply.headers(extraHeaders);
-  });
+  // The same path test as the dispatcher's (after URL normalisation: `/x/../index.asmx` is served),
+  // so that every answer from the service carries the headers.
+  fastify.addHook('onSend', async (request, reply) => addDeprecationHeaders(request, reply));
+  function addDeprecationHeaders(request: FastifyRequest, reply: FastifyReply): void {
+    if (servicePathOf(requestUrl(request.url).pathname, servicePath) !== null) reply.headers(extraHeaders);
+  }
 
   fastify.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
@@ -94,15 +117,21 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     send(reply, { status, contentType: HTML_CONTENT_TYPE, body: runtimeErrorPage(status === 413 ? 'Maximum request length exceeded.' : 'Request format is unrecognized.'), cacheControl: CACHE_ERROR });
   });
 
-  fastify.all('/*', async (request, reply) => {
-    const url = new URL(request.url, 'http://localhost');
+  fastify.all('/*', dispatch);
+  // Methods fastify does not route (PROPFIND, MKCOL, …) would get its JSON 404: dispatch them too,
+  // so that they get the ASMX answer to an unknown method (405 or 500, §1).
+  fastify.setNotFoundHandler(dispatch);
+
+  /** asmx-wire.md §1: which protocol takes the request, by PathInfo and method. */
+  async function dispatch(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const url = requestUrl(request.url);
     const requestedServicePath = servicePathOf(url.pathname, servicePath);
     if (requestedServicePath === null) {
       return send(reply, { status: 404, contentType: TEXT_CONTENT_TYPE, body: 'Not Found\r\n', cacheControl: CACHE_ERROR });
     }
     const pathInfo = url.pathname.slice(requestedServicePath.length);
     const method = request.method;
-    const publicUrl = `${config.server.publicBaseUrl ?? `${request.protocol}://${request.host}`}${requestedServicePath}`;
+    const publicUrl = `${config.server.publicBaseUrl ?? requestBase(request.protocol, request.host)}${requestedServicePath}`;
 
     if (pathInfo === '') {
       if (method === 'POST') return serveCall(request, reply, soapBinding(request));
@@ -110,10 +139,10 @@ export function buildApp(config: Config, deps: AppDependencies): App {
       return send(reply, unrecognized(405, 'Request format is unrecognized.'));
     }
     if (pathInfo.length >= 2 && (method === 'GET' || method === 'POST')) {
-      return serveCall(request, reply, httpBinding(request, method, safeDecode(pathInfo.slice(1)), url));
+      return serveCall(request, reply, httpBinding(request, method, percentDecode(pathInfo.slice(1)), url));
     }
-    return send(reply, unrecognized(500, `Request format is unrecognized for URL unexpectedly ending in '${pathInfo}'.`));
-  });
+    return send(reply, unrecognized(500, `Request format is unrecognized for URL unexpectedly ending in '${percentDecode(pathInfo)}'.`));
+  }
 
   type Run = (client: Fetcher) => Promise<CallOutcome>;
 
@@ -148,7 +177,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const header = request.headers.soapaction;
     const soapAction = Array.isArray(header) ? header.join(',') : header;
-    const contentType = request.headers['content-type'];
+    const contentType = contentTypeOf(request);
     return async (client) => {
       let version: SoapVersion = soapAction === undefined ? '1.2' : '1.1';
       let call: LegacyCall | null = null;
@@ -188,7 +217,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
         const pairs =
           method === 'GET'
             ? url.searchParams
-            : readForm(request.headers['content-type'], Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
+            : readForm(contentTypeOf(request), Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
         call = bindHttpParameters(op, pairs, config.service.httpOptionalParameters);
         const result = await proxy.answer(call, client);
         return {
@@ -212,19 +241,22 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     };
   }
 
+  /**
+   * A GET with no PathInfo: the Discovery protocol if it accepts (§1 row 4), else the help page.
+   * Discovery looks at `schema`, then `wsdl` (any value, even empty, names an extra document, and this
+   * service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
+   */
   function describe(query: string, publicUrl: string, requestPath: string): Answer {
     const xml = (body: string): Answer => ({ status: 200, contentType: XML_CONTENT_TYPE, body, cacheControl: CACHE_SUCCESS });
     const html = (body: string): Answer => ({ status: 200, contentType: HTML_CONTENT_TYPE, body, cacheControl: CACHE_SUCCESS });
     const notFound = (text: string): Answer => ({ status: 500, contentType: TEXT_CONTENT_TYPE, body: httpErrorBody([text]), cacheControl: CACHE_ERROR });
-    const pairs = parseRawQuery(query);
-    for (const [key, value] of pairs) {
-      const name = (key ?? value).toLowerCase();
-      if (key === null && name === 'wsdl') return xml(renderWsdl(config.service, publicUrl));
-      if (key === null && name === 'disco') return xml(renderDisco(config.service, publicUrl));
-      if (key !== null && name === 'wsdl') return value === '' ? xml(renderWsdl(config.service, publicUrl)) : notFound(WSDL_NOT_FOUND);
-      if (key !== null && name === 'schema') return notFound(SCHEMA_NOT_FOUND);
-    }
-    const opName = pairs.find(([key]) => key?.toLowerCase() === 'op')?.[1];
+    const get = queryCollection(query);
+    if (get('schema') !== undefined) return notFound(SCHEMA_NOT_FOUND);
+    if (get('wsdl') !== undefined) return notFound(WSDL_NOT_FOUND);
+    const nameless = get(null)?.toLowerCase();
+    if (nameless === 'wsdl') return xml(renderWsdl(config.service, publicUrl));
+    if (nameless === 'disco') return xml(renderDisco(config.service, publicUrl));
+    const opName = get('op');
     if (opName === undefined) return html(renderServiceHelp(config.service, publicUrl));
     const op = findOperation(opName);
     return html(op ? renderOperationHelp(config.service, publicUrl, op, requestPath) : renderMethodNotFound(config.service, publicUrl, opName));
@@ -255,27 +287,65 @@ function send(reply: FastifyReply, answer: Answer): void {
   reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl).send(answer.body);
 }
 
+/**
+ * The request target as a URL; the path normalised as IIS does (`.` and `..` segments resolved).
+ * A target no URL parser accepts (an absolute form such as `http://[x`) is outside the service.
+ */
+function requestUrl(target: string): URL {
+  try {
+    return new URL(target, 'http://localhost');
+  } catch {
+    return new URL('http://localhost/');
+  }
+}
+
+/**
+ * Scheme and authority of the request (§7.1) as ASP.NET's Request.Url (a System.Uri) writes them: the
+ * host in lower case, a default port left out. An authority no URL parser accepts is kept as sent.
+ */
+function requestBase(protocol: string, host: string): string {
+  const base = `${protocol}://${host}`;
+  try {
+    return new URL(base).origin;
+  } catch {
+    return base;
+  }
+}
+
 /** The service path as the request spelled it (IIS matches it in any case), or null if not ours. */
-function servicePathOf(path: string, servicePath: string): string | null {
-  const pathname = path.split('?')[0] as string;
+function servicePathOf(pathname: string, servicePath: string): string | null {
   const lower = pathname.toLowerCase();
   if (lower === servicePath || lower.startsWith(`${servicePath}/`)) return pathname.slice(0, servicePath.length);
   return null;
 }
 
-/** ASP.NET's query collection: a part without `=` is a value with no name. */
-function parseRawQuery(query: string): [string | null, string][] {
-  if (query === '') return [];
-  return query.split('&').map((part) => {
-    const eq = part.indexOf('=');
-    return eq < 0 ? [null, safeDecode(part)] : [safeDecode(part.slice(0, eq)), safeDecode(part.slice(eq + 1))];
-  });
+/**
+ * ASP.NET's QueryString (HttpValueCollection): a part without `=` is a value with no name (key null),
+ * names match in any case, and a repeated name reads as its values comma-joined, so `?wsdl&wsdl`
+ * has the nameless value `wsdl,wsdl`. Undefined: no such name.
+ */
+function queryCollection(query: string): (name: string | null) => string | undefined {
+  const values = new Map<string | null, string[]>();
+  if (query !== '') {
+    for (const part of query.split('&')) {
+      const eq = part.indexOf('=');
+      const name = eq < 0 ? null : urlDecode(part.slice(0, eq)).toLowerCase();
+      const value = urlDecode(eq < 0 ? part : part.slice(eq + 1));
+      values.set(name, [...(values.get(name) ?? []), value]);
+    }
+  }
+  return (name) => values.get(name === null ? null : name.toLowerCase())?.join(',');
 }
 
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text.replace(/\+/g, ' '));
-  } catch {
-    return text;
-  }
+/** Non-fatal, as .NET's decoder: bytes that are not UTF-8 become U+FFFD. */
+const UTF8 = new TextDecoder('utf-8');
+
+/** %XX escapes as UTF-8 bytes; a malformed escape stays as written (HttpUtility.UrlDecode). */
+function percentDecode(text: string): string {
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => UTF8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')));
+}
+
+/** A query-string part: as a path, and `+` is a space. */
+function urlDecode(text: string): string {
+  return percentDecode(text.replace(/\+/g, ' '));
 }

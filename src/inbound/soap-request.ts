@@ -26,19 +26,36 @@ const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
 const UNABLE_TO_PROCESS = 'Server was unable to process request.';
 const UNABLE_TO_READ = 'Server was unable to read request.';
 
+/**
+ * A Content-Type read the way System.Web.Services' `ContentType` helper reads it (RS/Scalars.cs).
+ * `base` is the text before the first `;`, lower-cased for comparison but not trimmed (`GetBase`):
+ * `text/xml ; charset=utf-8` is not a SOAP type there, so it is not one here either.
+ */
 interface MediaType {
   readonly base: string;
-  readonly params: ReadonlyMap<string, string>;
+  /** The header as sent, for `parameter`. */
+  readonly header: string;
 }
 
 export function parseMediaType(header: string | undefined): MediaType {
-  const [base = '', ...rest] = (header ?? '').split(';');
-  const params = new Map<string, string>();
-  for (const part of rest) {
-    const eq = part.indexOf('=');
-    if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  const text = header ?? '';
+  const semi = text.indexOf(';');
+  return { base: (semi < 0 ? text : text.slice(0, semi)).toLowerCase(), header: text };
+}
+
+/**
+ * `ContentType.GetParameter`: the **first** `;`-part that, after leading white space, starts with
+ * `name` in any case, then the text after the next `=`, trimmed of spaces, tabs, `'` and `"`
+ * (asmx-wire.md §2.3). A repeated parameter therefore keeps its first value.
+ */
+function parameter(media: MediaType, name: string): string | undefined {
+  for (const part of media.header.split(';').slice(1)) {
+    const decl = part.trimStart();
+    if (decl.slice(0, name.length).toLowerCase() !== name) continue;
+    const eq = decl.indexOf('=', name.length);
+    if (eq >= 0) return decl.slice(eq + 1).replace(/^[ \t'"]+|[ \t'"]+$/g, '');
   }
-  return { base: base.trim().toLowerCase(), params };
+  return undefined;
 }
 
 /** HttpUtility.UrlDecode: `+` is a space, `%xx` decoded, malformed escapes left as they are. */
@@ -67,8 +84,8 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   if (guess === '1.1') {
     op = routeBySoapAction(request.soapAction ?? '', actions);
   } else {
-    const rawAction = media.params.get('action');
-    const action = rawAction === undefined ? undefined : urlDecode(rawAction.replace(/^[ \t'"]+|[ \t'"]+$/g, ''));
+    const rawAction = parameter(media, 'action');
+    const action = rawAction === undefined ? undefined : urlDecode(rawAction);
     const known = action === undefined ? undefined : actions.get(action);
     if (known) {
       op = known;
@@ -191,19 +208,26 @@ function isNil(node: XmlElement): boolean {
 
 const KNOWN_CHARSETS = new Set(['utf-8', 'utf8', 'utf-16', 'utf-16le', 'utf-16be', 'us-ascii', 'ascii', 'iso-8859-1', 'latin1', 'windows-1252']);
 
-/** Request bytes to text by ASMX's rules (asmx-wire.md §3). */
+/** Request bytes to text by ASMX's rules (asmx-wire.md §3; RS/RequestResponse.cs `GetEncoding2`). */
 export function decodeBody(media: MediaType, body: Buffer): string {
   if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return new TextDecoder('utf-8').decode(body.subarray(3));
   if (body[0] === 0xff && body[1] === 0xfe) return new TextDecoder('utf-16le').decode(body.subarray(2));
   if (body[0] === 0xfe && body[1] === 0xff) return new TextDecoder('utf-16be').decode(body.subarray(2));
-  const charset = media.params.get('charset')?.replace(/^["']|["']$/g, '').toLowerCase();
-  if (charset !== undefined && KNOWN_CHARSETS.has(charset)) {
-    return charset === 'us-ascii' || charset === 'ascii' ? ascii(body) : new TextDecoder(charset).decode(body);
-  }
-  // text/* without a known charset is read as ASCII; application/* falls back to the declaration.
-  if (media.base.startsWith('text/')) return ascii(body);
+  const charset = parameter(media, 'charset')?.toLowerCase();
+  if (charset !== undefined && KNOWN_CHARSETS.has(charset)) return decodeAs(charset, body);
+  // Only application/* falls back to the declaration; every other type (text/*, none at all) reads
+  // as ASCII, `GetEncoding`'s default "per RFC 2376/3023".
+  if (media.base.split('/')[0] !== 'application') return ascii(body);
   const declared = /^<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)["']/.exec(body.subarray(0, 200).toString('latin1'))?.[1]?.toLowerCase();
-  return new TextDecoder(declared !== undefined && KNOWN_CHARSETS.has(declared) ? declared : 'utf-8').decode(body);
+  return declared !== undefined && KNOWN_CHARSETS.has(declared) ? decodeAs(declared, body) : new TextDecoder('utf-8').decode(body);
+}
+
+function decodeAs(charset: string, body: Buffer): string {
+  if (charset === 'us-ascii' || charset === 'ascii') return ascii(body);
+  // .NET's iso-8859-1 maps every byte to the same code point. For TextDecoder the WHATWG label means
+  // windows-1252 (0x80 → €), which Node versions honour differently: decode it directly.
+  if (charset === 'iso-8859-1' || charset === 'latin1') return body.toString('latin1');
+  return new TextDecoder(charset).decode(body);
 }
 
 function ascii(body: Buffer): string {

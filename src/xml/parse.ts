@@ -49,7 +49,8 @@ export function parseXml(text: string, options: Partial<ParseOptions> = {}): Xml
   const parser = new SaxesParser({ xmlns: true, position: limits.positions });
   const stack: XmlElement[] = [];
   let root: XmlElement | undefined;
-  const here = (): [number, number] => [parser.line, parser.column + 1];
+  // XmlReader's LinePosition counts UTF-16 units, as `columnIndex` does (`column` counts code points).
+  const here = (): [number, number] => [parser.line, parser.columnIndex + 1];
 
   const append = (node: XmlNode): void => {
     stack[stack.length - 1]?.children.push(node);
