@@ -1,20 +1,17 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from './config.js';
-import { clientFingerprint, createHitRecorder, type Binding, type HitRecorder } from './deprecation/hits.js';
 import { deprecationHeaders } from './deprecation/headers.js';
-import { HttpBindingError, OperationError, SoapFault, type SoapVersion } from './errors.js';
-import { renderDisco } from './inbound/disco.js';
-import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from './inbound/help.js';
-import { bindHttpParameters, findHttpOperation, readForm } from './inbound/http-binding.js';
-import { readSoapRequest } from './inbound/soap-request.js';
-import { faultEnvelope, soapContentType, successEnvelope } from './inbound/soap-response.js';
-import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage } from './inbound/text-response.js';
-import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND, renderWsdl } from './inbound/wsdl.js';
-import { findOperation, stringArg, type LegacyCall } from './operations.js';
+import { clientFingerprint, createHitRecorder, type HitRecorder } from './deprecation/hits.js';
+import { CACHE_ERROR, errorPage, type Answer, type CallOutcome } from './inbound/answer.js';
+import { describeService } from './inbound/discovery.js';
+import { answerHttp } from './inbound/http-call.js';
+import { answerSoap, type Answerer } from './inbound/soap-call.js';
+import { TEXT_CONTENT_TYPE } from './inbound/text-response.js';
+import { percentDecode } from './inbound/url-decode.js';
+import { findOperation, stringArg } from './operations.js';
 import { createUpstreamClient, type UpstreamClient } from './outbound/client.js';
-import { createProxy, type Fetcher } from './proxy.js';
-import { writeXmlDocument } from './xml/write.js';
+import { createProxy } from './proxy.js';
 
 /**
  * The HTTP front: dispatches every request under the service path the way the ASMX handler factory
@@ -31,26 +28,6 @@ export interface AppDependencies {
 export interface App {
   readonly fastify: FastifyInstance;
   readonly hits: HitRecorder;
-}
-
-const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';
-const CACHE_SUCCESS = 'private, max-age=0';
-const CACHE_ERROR = 'private';
-
-/** What a handler decided to send; written in one place so nothing half-written goes out. */
-interface Answer {
-  readonly status: number;
-  readonly contentType: string;
-  readonly body: string;
-  readonly cacheControl: string;
-}
-
-interface CallOutcome {
-  readonly binding: Binding;
-  readonly answer: Answer;
-  readonly operation: string;
-  readonly call: LegacyCall | null;
-  readonly failure: string | null;
 }
 
 export function buildApp(config: Config, deps: AppDependencies): App {
@@ -114,7 +91,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
   fastify.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status === 500) request.log.error({ err: error }, 'unhandled error');
-    send(reply, { status, contentType: HTML_CONTENT_TYPE, body: runtimeErrorPage(status === 413 ? 'Maximum request length exceeded.' : 'Request format is unrecognized.'), cacheControl: CACHE_ERROR });
+    send(reply, errorPage(status, status === 413 ? 'Maximum request length exceeded.' : 'Request format is unrecognized.'));
   });
 
   fastify.all('/*', dispatch);
@@ -133,28 +110,36 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     const method = request.method;
     const publicUrl = `${config.server.publicBaseUrl ?? requestBase(request.protocol, request.host)}${requestedServicePath}`;
 
+    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const onUnexpected = (err: unknown): void => request.log.error({ err }, 'operation failed unexpectedly');
+
     if (pathInfo === '') {
-      if (method === 'POST') return serveCall(request, reply, soapBinding(request));
-      if (method === 'GET') return send(reply, describe(url.search.slice(1), publicUrl, requestedServicePath));
-      return send(reply, unrecognized(405, 'Request format is unrecognized.'));
+      if (method === 'POST') {
+        const header = request.headers.soapaction;
+        const soapAction = Array.isArray(header) ? header.join(',') : header;
+        return serveCall(request, reply, (answer) => answerSoap({ contentType: contentTypeOf(request), soapAction, body }, namespace, answer, onUnexpected));
+      }
+      if (method === 'GET') return send(reply, describeService(config.service, url.search.slice(1), publicUrl, requestedServicePath));
+      return send(reply, errorPage(405, 'Request format is unrecognized.'));
     }
     if (pathInfo.length >= 2 && (method === 'GET' || method === 'POST')) {
-      return serveCall(request, reply, httpBinding(request, method, percentDecode(pathInfo.slice(1)), url));
+      const call = { method, name: percentDecode(pathInfo.slice(1)), query: url.searchParams, contentType: contentTypeOf(request), body } as const;
+      return serveCall(request, reply, (answer) => answerHttp(call, config.service.httpOptionalParameters, answer, onUnexpected));
     }
-    return send(reply, unrecognized(500, `Request format is unrecognized for URL unexpectedly ending in '${percentDecode(pathInfo)}'.`));
+    return send(reply, errorPage(500, `Request format is unrecognized for URL unexpectedly ending in '${percentDecode(pathInfo)}'.`));
   }
 
-  type Run = (client: Fetcher) => Promise<CallOutcome>;
-
-  async function serveCall(request: FastifyRequest, reply: FastifyReply, run: Run): Promise<void> {
+  /** Runs one legacy call, sends its answer, and records the deprecation hit. */
+  async function serveCall(request: FastifyRequest, reply: FastifyReply, run: (answer: Answerer) => Promise<CallOutcome>): Promise<void> {
     const started = performance.now();
     let upstreamRequests = 0;
-    const outcome = await run({
-      fetch: (upstreamRequest) => {
+    const counted = {
+      fetch: (upstreamRequest: Parameters<UpstreamClient['fetch']>[0]) => {
         upstreamRequests++;
         return upstream.fetch(upstreamRequest);
       },
-    });
+    };
+    const outcome = await run((call) => proxy.answer(call, counted));
     send(reply, outcome.answer);
     const apiKey = outcome.call === null ? null : stringArg(outcome.call, 'apiKey');
     hits.record({
@@ -173,114 +158,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     });
   }
 
-  function soapBinding(request: FastifyRequest): Run {
-    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const header = request.headers.soapaction;
-    const soapAction = Array.isArray(header) ? header.join(',') : header;
-    const contentType = contentTypeOf(request);
-    return async (client) => {
-      let version: SoapVersion = soapAction === undefined ? '1.2' : '1.1';
-      let call: LegacyCall | null = null;
-      try {
-        const read = readSoapRequest({ contentType, soapAction, body }, namespace);
-        version = read.version;
-        call = read.call;
-        const result = await proxy.answer(read.call, client);
-        return {
-          binding: soapBindingName(version),
-          answer: { status: 200, contentType: soapContentType(version), body: successEnvelope(version, namespace, read.call.operation, result), cacheControl: CACHE_SUCCESS },
-          operation: read.call.operation.name,
-          call,
-          failure: null,
-        };
-      } catch (err) {
-        const fault = asSoapFault(err, version);
-        if (!(err instanceof SoapFault || err instanceof OperationError)) request.log.error({ err }, 'operation failed unexpectedly');
-        const body = fault.status === 500 ? faultEnvelope(fault.version, fault.code, fault.chain) : '';
-        return {
-          binding: soapBindingName(fault.version),
-          answer: { status: fault.status, contentType: soapContentType(fault.version), body, cacheControl: CACHE_ERROR },
-          operation: call?.operation.name ?? 'unknown',
-          call,
-          failure: err instanceof OperationError ? err.reason : 'bad_request',
-        };
-      }
-    };
-  }
-
-  function httpBinding(request: FastifyRequest, method: 'GET' | 'POST', name: string, url: URL): Run {
-    const binding: Binding = method === 'GET' ? 'httpGet' : 'httpPost';
-    return async (client) => {
-      let call: LegacyCall | null = null;
-      try {
-        const op = findHttpOperation(name);
-        const pairs =
-          method === 'GET'
-            ? url.searchParams
-            : readForm(contentTypeOf(request), Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
-        call = bindHttpParameters(op, pairs, config.service.httpOptionalParameters);
-        const result = await proxy.answer(call, client);
-        return {
-          binding,
-          answer: { status: 200, contentType: XML_CONTENT_TYPE, body: writeXmlDocument(result, { indent: true }), cacheControl: CACHE_SUCCESS },
-          operation: op.name,
-          call,
-          failure: null,
-        };
-      } catch (err) {
-        if (!(err instanceof HttpBindingError || err instanceof OperationError)) request.log.error({ err }, 'operation failed unexpectedly');
-        const chain = err instanceof HttpBindingError || err instanceof OperationError ? err.chain : [INTERNAL_ERROR];
-        return {
-          binding,
-          answer: { status: 500, contentType: TEXT_CONTENT_TYPE, body: httpErrorBody(chain), cacheControl: CACHE_ERROR },
-          operation: call?.operation.name ?? findOperation(name)?.name ?? 'unknown',
-          call,
-          failure: err instanceof OperationError ? err.reason : 'bad_request',
-        };
-      }
-    };
-  }
-
-  /**
-   * A GET with no PathInfo: the Discovery protocol if it accepts (§1 row 4), else the help page.
-   * Discovery looks at `schema`, then `wsdl` (any value, even empty, names an extra document, and this
-   * service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
-   */
-  function describe(query: string, publicUrl: string, requestPath: string): Answer {
-    const xml = (body: string): Answer => ({ status: 200, contentType: XML_CONTENT_TYPE, body, cacheControl: CACHE_SUCCESS });
-    const html = (body: string): Answer => ({ status: 200, contentType: HTML_CONTENT_TYPE, body, cacheControl: CACHE_SUCCESS });
-    const notFound = (text: string): Answer => ({ status: 500, contentType: TEXT_CONTENT_TYPE, body: httpErrorBody([text]), cacheControl: CACHE_ERROR });
-    const get = queryCollection(query);
-    if (get('schema') !== undefined) return notFound(SCHEMA_NOT_FOUND);
-    if (get('wsdl') !== undefined) return notFound(WSDL_NOT_FOUND);
-    const nameless = get(null)?.toLowerCase();
-    if (nameless === 'wsdl') return xml(renderWsdl(config.service, publicUrl));
-    if (nameless === 'disco') return xml(renderDisco(config.service, publicUrl));
-    const opName = get('op');
-    if (opName === undefined) return html(renderServiceHelp(config.service, publicUrl));
-    const op = findOperation(opName);
-    return html(op ? renderOperationHelp(config.service, publicUrl, op, requestPath) : renderMethodNotFound(config.service, publicUrl, opName));
-  }
-
   return { fastify, hits };
-}
-
-const INTERNAL_ERROR = 'An internal error occurred.';
-
-function asSoapFault(err: unknown, version: SoapVersion): SoapFault {
-  if (err instanceof SoapFault) return err;
-  if (err instanceof OperationError) {
-    return err.clientFault ? new SoapFault('Client', err.chain, version) : new SoapFault('Server', ['Server was unable to process request.', ...err.chain], version);
-  }
-  return new SoapFault('Server', ['Server was unable to process request.', INTERNAL_ERROR], version);
-}
-
-function soapBindingName(version: SoapVersion): Binding {
-  return version === '1.1' ? 'soap11' : 'soap12';
-}
-
-function unrecognized(status: 405 | 500, message: string): Answer {
-  return { status, contentType: HTML_CONTENT_TYPE, body: runtimeErrorPage(message), cacheControl: CACHE_ERROR };
 }
 
 function send(reply: FastifyReply, answer: Answer): void {
@@ -317,35 +195,4 @@ function servicePathOf(pathname: string, servicePath: string): string | null {
   const lower = pathname.toLowerCase();
   if (lower === servicePath || lower.startsWith(`${servicePath}/`)) return pathname.slice(0, servicePath.length);
   return null;
-}
-
-/**
- * ASP.NET's QueryString (HttpValueCollection): a part without `=` is a value with no name (key null),
- * names match in any case, and a repeated name reads as its values comma-joined, so `?wsdl&wsdl`
- * has the nameless value `wsdl,wsdl`. Undefined: no such name.
- */
-function queryCollection(query: string): (name: string | null) => string | undefined {
-  const values = new Map<string | null, string[]>();
-  if (query !== '') {
-    for (const part of query.split('&')) {
-      const eq = part.indexOf('=');
-      const name = eq < 0 ? null : urlDecode(part.slice(0, eq)).toLowerCase();
-      const value = urlDecode(eq < 0 ? part : part.slice(eq + 1));
-      values.set(name, [...(values.get(name) ?? []), value]);
-    }
-  }
-  return (name) => values.get(name === null ? null : name.toLowerCase())?.join(',');
-}
-
-/** Non-fatal, as .NET's decoder: bytes that are not UTF-8 become U+FFFD. */
-const UTF8 = new TextDecoder('utf-8');
-
-/** %XX escapes as UTF-8 bytes; a malformed escape stays as written (HttpUtility.UrlDecode). */
-function percentDecode(text: string): string {
-  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => UTF8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')));
-}
-
-/** A query-string part: as a path, and `+` is a space. */
-function urlDecode(text: string): string {
-  return percentDecode(text.replace(/\+/g, ' '));
 }

@@ -3,6 +3,7 @@ import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationS
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 import { parseInt32 } from './int32.js';
+import { urlDecode } from './url-decode.js';
 import { SOAP11_NS, SOAP12_NS } from './soap-response.js';
 
 /**
@@ -56,22 +57,6 @@ function parameter(media: MediaType, name: string): string | undefined {
     if (eq >= 0) return decl.slice(eq + 1).replace(/^[ \t'"]+|[ \t'"]+$/g, '');
   }
   return undefined;
-}
-
-/** HttpUtility.UrlDecode: `+` is a space, `%xx` decoded, malformed escapes left as they are. */
-function urlDecode(value: string): string {
-  const spaced = value.replace(/\+/g, ' ');
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return spaced.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => {
-      try {
-        return decodeURIComponent(run);
-      } catch {
-        return run;
-      }
-    });
-  }
 }
 
 export function readSoapRequest(request: SoapRequest, namespace: string): SoapCall {
