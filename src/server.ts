@@ -119,7 +119,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
         const soapAction = Array.isArray(header) ? header.join(',') : header;
         return serveCall(request, reply, (answer) => answerSoap({ contentType: contentTypeOf(request), soapAction, body }, namespace, answer, onUnexpected));
       }
-      if (method === 'GET') return send(reply, describeService(config.service, url.search.slice(1), publicUrl, requestedServicePath));
+      if (method === 'GET') return send(reply, describeService(config.service, url.search.slice(1), publicUrl));
       return send(reply, errorPage(405, 'Request format is unrecognized.'));
     }
     if (pathInfo.length >= 2 && (method === 'GET' || method === 'POST')) {

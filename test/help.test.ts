@@ -97,7 +97,7 @@ describe('renderServiceHelp', () => {
 });
 
 describe('renderOperationHelp', () => {
-  const html = renderOperationHelp(service(), URL, operation('StoreLookupPaged'), '/index.asmx');
+  const html = renderOperationHelp(service(), URL, operation('StoreLookupPaged'));
   const [soapRequest, soapResponse, soap12Request, soap12Response, getRequest, getResponse, postRequest, postResponse] =
     preBlocks(html);
 
@@ -228,16 +228,16 @@ describe('renderOperationHelp', () => {
   });
 
   it('builds the action from the namespace with a single slash', () => {
-    const custom = renderOperationHelp(service({ namespace: 'urn:example:catalog' }), URL, operation('Search'), '/index.asmx');
+    const custom = renderOperationHelp(service({ namespace: 'urn:example:catalog' }), URL, operation('Search'));
     expect(custom).toContain('SOAPAction: "urn:example:catalog/Search"');
     expect(custom).toContain('&lt;Search xmlns="urn:example:catalog"&gt;');
-    const slashed = renderOperationHelp(service(), URL, operation('ProductLookup'), '/index.asmx');
+    const slashed = renderOperationHelp(service(), URL, operation('ProductLookup'));
     expect(slashed).toContain('SOAPAction: "http://tempuri.org/ProductLookup"');
     expect(slashed).toContain('&lt;productNumber&gt;<font class=value>int</font>&lt;/productNumber&gt;');
   });
 
   it('takes the host from the URL and the path as requested', () => {
-    const custom = renderOperationHelp(service(), 'http://10.0.0.7:8080/Index.ASMX', operation('Search'), '/Index.ASMX');
+    const custom = renderOperationHelp(service(), 'http://10.0.0.7:8080/Index.ASMX', operation('Search'));
     expect(custom).toContain('POST /Index.ASMX HTTP/1.1\r\nHost: 10.0.0.7\r\n');
     expect(custom).toContain('GET /Index.ASMX/Search?');
   });

@@ -672,3 +672,16 @@ describe('§9 deprecation headers, defaults (no sunset, no links)', () => {
     expect([res.headers.sunset, res.headers.link]).toEqual([undefined, undefined]);
   });
 });
+
+describe('help samples use the public address', () => {
+  it('shows the path of server.publicBaseUrl in the ?op= sample requests', async () => {
+    const proxy = await startProxy({ server: { publicBaseUrl: 'https://catalog.example.com/legacy' } });
+    try {
+      const html = await (await fetch(`${proxy.url}/index.asmx?op=Search`)).text();
+      expect(html).toContain('POST /legacy/index.asmx HTTP/1.1');
+      expect(html).toContain('Host: catalog.example.com');
+    } finally {
+      await proxy.stop();
+    }
+  });
+});

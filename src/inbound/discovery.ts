@@ -11,7 +11,7 @@ import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND, renderWsdl } from './wsdl.js';
  * page. Discovery looks at `schema`, then `wsdl` (any value, even empty, names an extra document, and
  * this service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
  */
-export function describeService(service: Config['service'], query: string, publicUrl: string, requestPath: string): Answer {
+export function describeService(service: Config['service'], query: string, publicUrl: string): Answer {
   const get = queryCollection(query);
   if (get('schema') !== undefined) return textError([SCHEMA_NOT_FOUND]);
   if (get('wsdl') !== undefined) return textError([WSDL_NOT_FOUND]);
@@ -21,5 +21,5 @@ export function describeService(service: Config['service'], query: string, publi
   const opName = get('op');
   if (opName === undefined) return htmlAnswer(renderServiceHelp(service, publicUrl));
   const op = findOperation(opName);
-  return htmlAnswer(op ? renderOperationHelp(service, publicUrl, op, requestPath) : renderMethodNotFound(service, publicUrl, opName));
+  return htmlAnswer(op ? renderOperationHelp(service, publicUrl, op) : renderMethodNotFound(service, publicUrl, opName));
 }

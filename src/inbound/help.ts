@@ -39,11 +39,12 @@ export function renderServiceHelp(service: Service, url: string): string {
 }
 
 /**
- * `?op={Op}`. `requestPath` (e.g. `/index.asmx`) starts the sample request lines; the `Host:` line is
- * the URL's host name without the port, as the help generator writes it (`Uri.Host`).
+ * `?op={Op}`. The sample request lines start with the path of `url` (the public address); the `Host:`
+ * line is its host name without the port, as the help generator writes it (`Uri.Host`).
  */
-export function renderOperationHelp(service: Service, url: string, op: OperationSpec, requestPath: string): string {
-  const context: SampleContext = { service, op, path: htmlEncode(requestPath), host: htmlEncode(new URL(url).hostname) };
+export function renderOperationHelp(service: Service, url: string, op: OperationSpec): string {
+  const { pathname, hostname } = new URL(url);
+  const context: SampleContext = { service, op, path: htmlEncode(pathname), host: htmlEncode(hostname) };
   return page(service, url, [
     linkBack(url),
     `<h2>${op.name}</h2>`,
