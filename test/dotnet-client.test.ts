@@ -6,12 +6,23 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Catalog, Design } from '../src/demo/catalog.js';
+import type { Catalog } from '../src/demo/catalog.js';
 import type { Running } from '../src/main.js';
 import { parseXml } from '../src/xml/parse.js';
-import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
-import { writeXml } from '../src/xml/write.js';
-import { startProxy } from './support/proxy.js';
+import { demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
+import { ampersandProduct, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
+import {
+  NO_SUCH_STORE_FAULT,
+  OPERATIONS,
+  REFUSED_CONNECTION_FAULT,
+  SERVICE_NAMESPACE,
+  SOAP11_ENV,
+  SOAP11_WIRE,
+  SOAP12_ENV,
+  SOAP12_WIRE,
+  type OperationName,
+  type SoapVersionWire,
+} from './support/wire.js';
 
 /**
  * The typical client of the original service: a .NET Framework `SoapHttpClientProtocol` proxy generated
@@ -34,10 +45,6 @@ import { startProxy } from './support/proxy.js';
  */
 
 const execFileAsync = promisify(execFile);
-const REQUIRED = process.env.REQUIRE_OTHER_CLIENTS === '1';
-const NAMESPACE = 'http://tempuri.org/';
-const SOAP11_ENV = 'http://schemas.xmlsoap.org/soap/envelope/';
-const SOAP12_ENV = 'http://www.w3.org/2003/05/soap-envelope';
 const DRIVER = fileURLToPath(new URL('./clients/dotnet/Main.cs', import.meta.url));
 
 // --- The tools -------------------------------------------------------------------------------------
@@ -81,43 +88,33 @@ interface CallRecord {
   readonly error?: { readonly type: string; readonly message: string; readonly status?: string };
 }
 
-interface SoapVersionCase {
-  readonly version: '1.1' | '1.2';
+interface SoapVersionCase extends SoapVersionWire {
   readonly wsdlArgs: readonly string[];
   /** `SoapHttpClientProtocol.SoapVersion` of the generated proxy. */
   readonly proxySoapVersion: string;
-  readonly requestContentType: (action: string) => string;
   readonly soapActionHeader: (action: string) => string | null;
-  readonly responseContentType: string;
   readonly clientCode: QName;
   readonly serverCode: QName;
 }
 
 const VERSIONS: readonly SoapVersionCase[] = [
   {
-    version: '1.1',
+    ...SOAP11_WIRE,
     wsdlArgs: [],
     proxySoapVersion: 'Default',
-    requestContentType: () => 'text/xml; charset=utf-8',
     soapActionHeader: (action) => `"${action}"`,
-    responseContentType: 'text/xml; charset=utf-8',
     clientCode: { name: 'Client', ns: SOAP11_ENV },
     serverCode: { name: 'Server', ns: SOAP11_ENV },
   },
   {
-    version: '1.2',
+    ...SOAP12_WIRE,
     wsdlArgs: ['-protocol:SOAP12'],
     proxySoapVersion: 'Soap12',
-    requestContentType: (action) => `application/soap+xml; charset=utf-8; action="${action}"`,
     soapActionHeader: () => null,
-    responseContentType: 'application/soap+xml; charset=utf-8',
     clientCode: { name: 'Sender', ns: SOAP12_ENV },
     serverCode: { name: 'Receiver', ns: SOAP12_ENV },
   },
 ];
-
-type OperationName = 'StoreLookup' | 'StoreLookupPaged' | 'ProductLookup' | 'Search' | 'AdvancedSearch';
-const OPERATIONS: readonly OperationName[] = ['StoreLookup', 'StoreLookupPaged', 'ProductLookup', 'Search', 'AdvancedSearch'];
 
 /**
  * The web method's parameters in order, as the generated proxy declares them; `null` is a null string
@@ -135,48 +132,9 @@ function callArgument([op, ...args]: Call): string {
 
 // --- Reading results ---------------------------------------------------------------------------------
 
-interface ResultItem {
-  readonly mediaId: number;
-  readonly productNumbers: readonly number[];
-  readonly storeNames: readonly (string | undefined)[];
-  /** The item re-written, for comparing items across calls. */
-  readonly xml: string;
-}
-
-interface ResultSet {
-  readonly attributes: Readonly<Record<string, string>>;
-  readonly items: readonly ResultItem[];
-  readonly searchString: string | undefined;
-}
-
-function child(node: XmlElement, local: string): XmlElement | undefined {
-  return childElements(node).find((element) => element.local === local);
-}
-
-function readResultSet(root: XmlElement): ResultSet {
-  expect(root.local).toBe('searchResultSet');
-  expect(root.uri).toBe('');
-  const items = childElements(child(root, 'mainResults') ?? root).filter((item) => item.local === 'searchResultItem');
-  const query = child(root, 'searchQuery');
-  const searchString = query ? child(query, 'searchString') : undefined;
-  return {
-    attributes: Object.fromEntries(root.attributes.filter((attr) => attr.name !== 'xmlns').map((attr) => [attr.name, attr.value])),
-    searchString: searchString ? innerText(searchString) : undefined,
-    items: items.map((item) => {
-      const products = childElements(child(item, 'products') ?? item).filter((product) => product.local === 'product');
-      return {
-        mediaId: Number(attribute(item, 'mediaId')),
-        productNumbers: products.map((product) => Number(attribute(product, 'productNumber'))),
-        storeNames: products.map((product) => attribute(product, 'storeName')),
-        xml: writeXml(item, { indent: false }),
-      };
-    }),
-  };
-}
-
 /** The request went out as the generated proxy of `version` sends it (asmx-wire.md §8). */
 function expectSentAs(record: CallRecord, version: SoapVersionCase): void {
-  const action = `${NAMESPACE}${record.op}`;
+  const action = `${SERVICE_NAMESPACE}${record.op}`;
   expect(record.soapVersion).toBe(version.proxySoapVersion);
   expect(record.request).toEqual({ contentType: version.requestContentType(action), soapAction: version.soapActionHeader(action) });
 }
@@ -206,22 +164,6 @@ function expectFault(record: CallRecord | undefined, version: SoapVersionCase, c
   else expect(record.fault?.message.startsWith(text), `${JSON.stringify(record.fault?.message)} starts with ${JSON.stringify(text)}`).toBe(true);
 }
 
-// --- The catalog ---------------------------------------------------------------------------------------
-
-function largestStore(catalog: Catalog): { id: string; designs: Design[] } {
-  const stores = catalog.stores.map((store) => ({ id: store.id, designs: catalog.designs.filter((design) => design.store === store) }));
-  return stores.reduce((largest, store) => (store.designs.length > largest.designs.length ? store : largest));
-}
-
-/** A design with several products in a store whose name holds `&` (the double-escaping quirk). */
-function ampersandDesign(catalog: Catalog): Design {
-  const design = catalog.designs.find((candidate) => candidate.store.name.includes('&') && candidate.products.length > 1);
-  if (!design) throw new Error('the catalog should have a multi-product design in a store whose name holds "&"');
-  return design;
-}
-
-const sorted = (ids: readonly number[]): number[] => [...ids].sort((a, b) => a - b);
-
 // --- The tests -----------------------------------------------------------------------------------------
 
 /** config/default.json `paging.storeLookupPageSize`: StoreLookup of a larger store takes several upstream pages. */
@@ -239,22 +181,12 @@ let catalog: Catalog;
 let httpSearchDog: ResultSet;
 let httpSearchAwkward: ResultSet;
 
-async function httpGetSearch(query: string): Promise<ResultSet> {
-  const response = await fetch(`${proxy?.url}/index.asmx/Search?query=${encodeURIComponent(query)}`);
-  expect(response.status).toBe(200);
-  return readResultSet(parseXml(await response.text()));
-}
-
-describe.skipIf(!AVAILABLE && !REQUIRED)('.NET SoapHttpClientProtocol proxy (Mono wsdl/mcs/mono)', () => {
+describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (Mono wsdl/mcs/mono)', () => {
   beforeAll(async () => {
-    if (!AVAILABLE) throw new Error(`${MISSING.join(', ')} not found on PATH (Debian mono-devel), but REQUIRE_OTHER_CLIENTS=1`);
-    [proxy, unreachable] = await Promise.all([
-      startProxy(),
-      startProxy({ upstream: { baseUrl: 'http://127.0.0.1:1', connectTimeoutMs: 500 } }),
-    ]);
-    if (!proxy.demo) throw new Error('the proxy was expected to start the demo upstream');
-    catalog = proxy.demo.catalog;
-    [httpSearchDog, httpSearchAwkward] = await Promise.all([httpGetSearch('dog'), httpGetSearch(AWKWARD_QUERY)]);
+    requireClient(AVAILABLE, `${MISSING.join(', ')} not found on PATH (Debian mono-devel)`);
+    ({ proxy, unreachable } = await startProxyPair());
+    catalog = demoCatalog(proxy);
+    [httpSearchDog, httpSearchAwkward] = await Promise.all([httpGetSearch(proxy.url, 'dog'), httpGetSearch(proxy.url, AWKWARD_QUERY)]);
   });
 
   afterAll(async () => {
@@ -269,7 +201,7 @@ describe.skipIf(!AVAILABLE && !REQUIRED)('.NET SoapHttpClientProtocol proxy (Mon
         awkward: ['Search', AWKWARD_QUERY, null, null],
         store: ['StoreLookup', store.id, 'dotnet-client-test', '1', null],
         page: ['StoreLookupPaged', store.id, null, null, null, PAGE.pageIndex, PAGE.pageSize],
-        product: ['ProductLookup', ampersandDesign(catalog).products[1]?.productNumber ?? -1, null, null],
+        product: ['ProductLookup', ampersandProduct(catalog).product.productNumber, null, null],
         mugs: ['AdvancedSearch', null, null, null, 'Mug', null, null, null, null],
         window: ['AdvancedSearch', null, null, null, 'Mug', String(WINDOW.start), String(WINDOW.max), null, null],
         hovercraft: ['AdvancedSearch', 'dog', null, null, 'Hovercraft', null, null, null, null],
@@ -374,7 +306,7 @@ describe.skipIf(!AVAILABLE && !REQUIRED)('.NET SoapHttpClientProtocol proxy (Mon
     });
 
     it('ProductLookup returns the design holding the product, its text decoded once', () => {
-      const design = ampersandDesign(catalog);
+      const { design } = ampersandProduct(catalog);
       const set = resultOf(calls.product, version);
       expect(set.items.map((item) => [item.mediaId, item.productNumbers])).toEqual([[design.mediaId, [design.products[1]?.productNumber]]]);
       // The upstream escapes once more than XML needs (cp-upstream.md §5); the client decodes once.
@@ -395,17 +327,11 @@ describe.skipIf(!AVAILABLE && !REQUIRED)('.NET SoapHttpClientProtocol proxy (Mon
     });
 
     it(`an upstream error document raises a SoapException with code ${version.serverCode.name}`, () => {
-      expectFault(
-        calls.noSuchStore,
-        version,
-        version.serverCode,
-        "Server was unable to process request. ---> Store 'nosuchstore' was not found.",
-        true,
-      );
+      expectFault(calls.noSuchStore, version, version.serverCode, NO_SUCH_STORE_FAULT, true);
     });
 
     it.each(OPERATIONS)(`a refused upstream connection makes %s raise a SoapException with code ${version.serverCode.name}`, (op) => {
-      expectFault(refused[op], version, version.serverCode, 'Server was unable to process request. ---> Unable to connect to the remote server', true);
+      expectFault(refused[op], version, version.serverCode, REFUSED_CONNECTION_FAULT, true);
     });
   });
 });

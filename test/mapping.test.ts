@@ -3,6 +3,7 @@ import { findOperation, type LegacyCall } from '../src/operations.js';
 import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort } from '../src/translate/mapping.js';
 import { createPlanner } from '../src/translate/plan.js';
 import { testConfig } from './support/config.js';
+import { UNKNOWN_PRODUCT_TYPE_HOVERCRAFT } from './support/wire.js';
 
 const config = testConfig();
 const captions = captionIndex(config.mapping.merchandise);
@@ -33,9 +34,7 @@ describe('productTypes → merchandiseIds (cp-upstream.md §11.4)', () => {
   });
 
   it('an unknown name is a client error that names it', () => {
-    expect(() => merchandiseIds('Mug, Hovercraft', captions)).toThrow(
-      "Unknown product type 'Hovercraft'. Use merchandise ids or product type names such as 'Mug' or 'White T-Shirt'.",
-    );
+    expect(() => merchandiseIds('Mug, Hovercraft', captions)).toThrow(UNKNOWN_PRODUCT_TYPE_HOVERCRAFT);
     try {
       merchandiseIds('Hovercraft', captions);
     } catch (err) {

@@ -2,12 +2,23 @@ import { execFile, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Catalog, Design, Product } from '../src/demo/catalog.js';
+import type { Catalog } from '../src/demo/catalog.js';
 import type { Running } from '../src/main.js';
 import { parseXml } from '../src/xml/parse.js';
-import { attribute, childElements, type XmlElement } from '../src/xml/tree.js';
-import { writeXml } from '../src/xml/write.js';
-import { startProxy } from './support/proxy.js';
+import { childElements, type XmlElement } from '../src/xml/tree.js';
+import { demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
+import { ampersandProduct, childNamed, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
+import {
+  NO_SUCH_STORE_FAULT,
+  OPERATIONS,
+  REFUSED_CONNECTION_FAULT,
+  SERVICE_NAMESPACE,
+  SOAP11_WIRE,
+  SOAP12_WIRE,
+  UNKNOWN_PRODUCT_TYPE_HOVERCRAFT,
+  type OperationName,
+  type SoapVersionWire,
+} from './support/wire.js';
 
 /**
  * WSDL-driven SOAP clients of other ecosystems against the proxy: PHP's SoapClient (Debian php-soap)
@@ -33,8 +44,6 @@ import { startProxy } from './support/proxy.js';
  */
 
 const execFileAsync = promisify(execFile);
-const REQUIRED = process.env.REQUIRE_OTHER_CLIENTS === '1';
-const NAMESPACE = 'http://tempuri.org/';
 
 // --- The clients -------------------------------------------------------------------------------------
 
@@ -74,36 +83,15 @@ for (const client of CLIENTS) {
   client.available = spawnSync(command, args, { stdio: 'ignore', timeout: 20_000 }).status === 0;
 }
 
-interface SoapVersionCase {
-  readonly name: string;
-  readonly version: '1.1' | '1.2';
-  readonly envelopeNs: string;
-  readonly responseContentType: string;
+interface SoapVersionCase extends SoapVersionWire {
   readonly clientCode: string;
   readonly serverCode: string;
 }
 
 const VERSIONS: readonly SoapVersionCase[] = [
-  {
-    name: 'SOAP 1.1',
-    version: '1.1',
-    envelopeNs: 'http://schemas.xmlsoap.org/soap/envelope/',
-    responseContentType: 'text/xml; charset=utf-8',
-    clientCode: 'soap:Client',
-    serverCode: 'soap:Server',
-  },
-  {
-    name: 'SOAP 1.2',
-    version: '1.2',
-    envelopeNs: 'http://www.w3.org/2003/05/soap-envelope',
-    responseContentType: 'application/soap+xml; charset=utf-8',
-    clientCode: 'soap:Sender',
-    serverCode: 'soap:Receiver',
-  },
+  { ...SOAP11_WIRE, clientCode: 'soap:Client', serverCode: 'soap:Server' },
+  { ...SOAP12_WIRE, clientCode: 'soap:Sender', serverCode: 'soap:Receiver' },
 ];
-
-type OperationName = 'StoreLookup' | 'StoreLookupPaged' | 'ProductLookup' | 'Search' | 'AdvancedSearch';
-const OPERATIONS: readonly OperationName[] = ['StoreLookup', 'StoreLookupPaged', 'ProductLookup', 'Search', 'AdvancedSearch'];
 
 interface Call {
   readonly operation: OperationName;
@@ -149,47 +137,13 @@ async function runClient<K extends string>(
 
 // --- Reading results ---------------------------------------------------------------------------------
 
-interface ResultItem {
-  readonly mediaId: number;
-  readonly productNumbers: readonly number[];
-  readonly storeNames: readonly (string | undefined)[];
-  /** The item re-written, for comparing items across calls of one client. */
-  readonly xml: string;
-}
-
-interface ResultSet {
-  readonly attributes: Readonly<Record<string, string>>;
-  readonly items: readonly ResultItem[];
-}
-
-function child(node: XmlElement, local: string): XmlElement | undefined {
-  return childElements(node).find((element) => element.local === local);
-}
-
-function readResultSet(root: XmlElement): ResultSet {
-  expect(root.local).toBe('searchResultSet');
-  const items = childElements(child(root, 'mainResults') ?? root).filter((item) => item.local === 'searchResultItem');
-  return {
-    attributes: Object.fromEntries(root.attributes.map((attr) => [attr.name, attr.value])),
-    items: items.map((item) => {
-      const products = childElements(child(item, 'products') ?? item).filter((product) => product.local === 'product');
-      return {
-        mediaId: Number(attribute(item, 'mediaId')),
-        productNumbers: products.map((product) => Number(attribute(product, 'productNumber'))),
-        storeNames: products.map((product) => attribute(product, 'storeName')),
-        xml: writeXml(item, { indent: false }),
-      };
-    }),
-  };
-}
-
 /** The `searchResultSet` inside `<{Op}Response><{Op}Result>` of a raw success envelope. */
 function rawResultSet(body: string, op: OperationName, version: SoapVersionCase): ResultSet {
   const envelope = parseXml(body);
   expect(envelope.uri, 'response envelope namespace').toBe(version.envelopeNs);
-  const response = childElements(child(envelope, 'Body') ?? envelope)[0];
-  expect({ local: response?.local, uri: response?.uri }).toEqual({ local: `${op}Response`, uri: NAMESPACE });
-  const result = response ? child(response, `${op}Result`) : undefined;
+  const response = childElements(childNamed(envelope, 'Body') ?? envelope)[0];
+  expect({ local: response?.local, uri: response?.uri }).toEqual({ local: `${op}Response`, uri: SERVICE_NAMESPACE });
+  const result = response ? childNamed(response, `${op}Result`) : undefined;
   const content = result ? childElements(result) : [];
   expect(content).toHaveLength(1);
   return readResultSet(content[0] as XmlElement);
@@ -223,7 +177,7 @@ function expectFault(record: CallRecord, version: SoapVersionCase, code: string,
 
 /** The request went out in the version's form: Content-Type, SOAPAction, envelope namespace, body element. */
 function expectRequestInVersion(record: CallRecord, version: SoapVersionCase, client: ClientCase): void {
-  const action = `${NAMESPACE}${record.operation}`;
+  const action = `${SERVICE_NAMESPACE}${record.operation}`;
   const headers = record.request?.headers ?? {};
   if (version.version === '1.1') {
     expect(headers['content-type']).toBe('text/xml; charset=utf-8');
@@ -234,25 +188,9 @@ function expectRequestInVersion(record: CallRecord, version: SoapVersionCase, cl
   }
   const envelope = parseXml(record.request?.body ?? '');
   expect(envelope.uri, 'request envelope namespace').toBe(version.envelopeNs);
-  const wrapper = childElements(child(envelope, 'Body') ?? envelope)[0];
-  expect({ local: wrapper?.local, uri: wrapper?.uri }).toEqual({ local: record.operation, uri: NAMESPACE });
+  const wrapper = childElements(childNamed(envelope, 'Body') ?? envelope)[0];
+  expect({ local: wrapper?.local, uri: wrapper?.uri }).toEqual({ local: record.operation, uri: SERVICE_NAMESPACE });
 }
-
-// --- The catalog ---------------------------------------------------------------------------------------
-
-function largestStore(catalog: Catalog): { id: string; designs: Design[] } {
-  const stores = catalog.stores.map((store) => ({ id: store.id, designs: catalog.designs.filter((design) => design.store === store) }));
-  return stores.reduce((largest, store) => (store.designs.length > largest.designs.length ? store : largest));
-}
-
-/** ProductLookup's case: the second product of a multi-product design in a store whose name holds `&`. */
-function lookedUp(catalog: Catalog): { design: Design; product: Product } {
-  const design = catalog.designs.find((candidate) => candidate.store.name.includes('&') && candidate.products.length > 1);
-  if (!design?.products[1]) throw new Error('the catalog should have a multi-product design in a store whose name holds "&"');
-  return { design, product: design.products[1] };
-}
-
-const sorted = (ids: readonly number[]): number[] => [...ids].sort((a, b) => a - b);
 
 // --- The tests -----------------------------------------------------------------------------------------
 
@@ -264,27 +202,20 @@ let catalog: Catalog;
 let httpSearchDog: ResultSet;
 
 beforeAll(async () => {
-  [proxy, unreachable] = await Promise.all([
-    startProxy(),
-    startProxy({ upstream: { baseUrl: 'http://127.0.0.1:1', connectTimeoutMs: 500 } }),
-  ]);
-  if (!proxy.demo) throw new Error('the proxy was expected to start the demo upstream');
-  catalog = proxy.demo.catalog;
-  const response = await fetch(`${proxy.url}/index.asmx/Search?query=dog`);
-  expect(response.status).toBe(200);
-  httpSearchDog = readResultSet(parseXml(await response.text()));
+  ({ proxy, unreachable } = await startProxyPair());
+  catalog = demoCatalog(proxy);
+  httpSearchDog = await httpGetSearch(proxy.url, 'dog');
 });
 
 afterAll(async () => {
   await Promise.all([proxy?.stop(), unreachable?.stop()]);
 });
 
-const HOVERCRAFT = "Unknown product type 'Hovercraft'. Use merchandise ids or product type names such as 'Mug' or 'White T-Shirt'.";
 const PAGE = { pageIndex: 2, pageSize: 100 }; // items 200–299: across the first upstream store page (256)
 const WINDOW = { start: 7, max: 20 };
 
 for (const client of CLIENTS) {
-  describe.skipIf(!client.available && !REQUIRED)(client.name, () => {
+  describe.skipIf(skipClientSuite(client.available))(client.name, () => {
     it('is installed', () => {
       expect(client.available, `probe: ${client.probe.join(' ')}`).toBe(true);
     });
@@ -297,7 +228,7 @@ for (const client of CLIENTS) {
             search: { operation: 'Search', args: { query: 'dog' } },
             store: { operation: 'StoreLookup', args: { storeId: store.id, apiKey: 'other-clients-test', version: '1' } },
             page: { operation: 'StoreLookupPaged', args: { storeId: store.id, ...PAGE } },
-            product: { operation: 'ProductLookup', args: { productNumber: lookedUp(catalog).product.productNumber } },
+            product: { operation: 'ProductLookup', args: { productNumber: ampersandProduct(catalog).product.productNumber } },
             mugs: { operation: 'AdvancedSearch', args: { productTypes: 'Mug' } },
             window: {
               operation: 'AdvancedSearch',
@@ -318,9 +249,7 @@ for (const client of CLIENTS) {
         let refused: Record<OperationName, CallRecord>;
 
         beforeAll(async () => {
-          if (!client.available) {
-            throw new Error(`${client.name} is not installed, but REQUIRE_OTHER_CLIENTS=1`);
-          }
+          requireClient(client.available, `${client.name} is not installed`);
           [calls, refused] = await Promise.all([
             runClient(client, proxy.url, version, plan()),
             runClient(client, unreachable.url, version, refusedPlan),
@@ -366,7 +295,7 @@ for (const client of CLIENTS) {
         });
 
         it('ProductLookup returns the design holding the product, its text decoded once', () => {
-          const { design, product } = lookedUp(catalog);
+          const { design, product } = ampersandProduct(catalog);
           const set = resultOf(record('product'), version);
           expect(set.items.map((item) => [item.mediaId, item.productNumbers])).toEqual([[design.mediaId, [product.productNumber]]]);
           // The upstream escapes once more than XML needs (cp-upstream.md §5); the client decodes once.
@@ -383,21 +312,15 @@ for (const client of CLIENTS) {
         });
 
         it(`an unknown product type is a ${version.clientCode} fault with the product's text`, () => {
-          expectFault(record('hovercraft'), version, version.clientCode, HOVERCRAFT);
+          expectFault(record('hovercraft'), version, version.clientCode, UNKNOWN_PRODUCT_TYPE_HOVERCRAFT);
         });
 
         it(`an upstream error document is a ${version.serverCode} fault carrying its message`, () => {
-          expectFault(
-            record('noSuchStore'),
-            version,
-            version.serverCode,
-            "Server was unable to process request. ---> Store 'nosuchstore' was not found.",
-          );
+          expectFault(record('noSuchStore'), version, version.serverCode, NO_SUCH_STORE_FAULT);
         });
 
         it.each(OPERATIONS)(`a refused upstream connection makes %s a ${version.serverCode} fault`, (op) => {
-          const text = 'Server was unable to process request. ---> Unable to connect to the remote server';
-          expectFault(refused[op], version, version.serverCode, text);
+          expectFault(refused[op], version, version.serverCode, REFUSED_CONNECTION_FAULT);
         });
       });
     }

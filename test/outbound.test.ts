@@ -238,7 +238,7 @@ describe('readAnswer', () => {
     { status: 404, body: 'not found', message: 'The remote server returned an error: (404) Not Found.' },
     { status: 500, body: '<html><body>oops</body></html>', message: 'The remote server returned an error: (500) Internal Server Error.' },
     { status: 502, body: '', message: 'The remote server returned an error: (502) Bad Gateway.' },
-    { status: 503, body: '', message: 'The remote server returned an error: (503) Service Unavailable.' },
+    { status: 503, body: '', message: 'The remote server returned an error: (503) Server Unavailable.' },
     { status: 504, body: SEARCH_RESULT, message: 'The remote server returned an error: (504) Gateway Timeout.' },
   ])('$status with $body.length body chars: "$message"', ({ status, body, message }) => {
     const err = thrown(() => readAnswer(status, body));
@@ -378,7 +378,7 @@ describe('upstream client', () => {
         message: 'The remote server returned an error: (500) Internal Server Error.',
         reason: 'upstream_status',
       },
-      { name: '503 empty', status: 503, headers: {}, body: '', message: 'The remote server returned an error: (503) Service Unavailable.', reason: 'upstream_status' },
+      { name: '503 empty', status: 503, headers: {}, body: '', message: 'The remote server returned an error: (503) Server Unavailable.', reason: 'upstream_status' },
     ])('$name → "$message"', async ({ status, headers, body, message, reason }) => {
       const upstream = await startUpstream(answer(status, body, headers));
       const { client } = clientFor(upstream.origin);
@@ -557,15 +557,51 @@ describe('upstream client', () => {
 
       await failure(client.fetch(SEARCH));
 
-      expect(outcomes).toEqual([{ path: '/product.search.cp', outcome: 'upstream_unreachable', status: null, seconds: expect.any(Number) }]);
+      expect(outcomes).toEqual([{ path: '/product.search.cp', outcome: 'upstream_unreachable', status: null, seconds: expect.any(Number), code: 'ECONNREFUSED' }]);
     });
   });
 });
 
 describe('secrets in upstream error messages', () => {
-  it('redacts the appKey sent when the upstream echoes it in <help>', () => {
-    const body = '<help>\n  <exception-message>Invalid appKey s3cr3t-key for v=3.</exception-message>\n</help>';
-    expect(() => readAnswer(400, body, ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
-    expect(() => readAnswer(200, body, ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+  const help = (message: string): string => `<help>\n  <exception-message>${message}</exception-message>\n</help>`;
+
+  it.each([400, 200])('redacts the appKey sent when the upstream echoes it in <help> (status %i)', (status) => {
+    expect(() => readAnswer(status, help('Invalid appKey s3cr3t-key for v=3.'), ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+  });
+
+  it('redacts the URL-encoded spellings too', () => {
+    expect(() => readAnswer(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ['SECRET+1 x'])).toThrow(
+      /^Bad request \/p\?appKey=\[redacted\]&v=3 and appKey=\[redacted\]$/,
+    );
+  });
+
+  it('redacts a short key only as a whole token, leaving the words around it alone', () => {
+    expect(() => readAnswer(400, help('bad key a for v=3'), ['a'])).toThrow(/^bad key \[redacted\] for v=3$/);
+  });
+});
+
+describe('redirects and cancellation', () => {
+  it('follows a redirect, as .NET HttpWebRequest does', async () => {
+    const target = await startUpstream(answer(200, SEARCH_RESULT, XML_TYPE));
+    const moved = await startUpstream((req, res) => {
+      res.writeHead(301, { location: `${target.origin}${req.url ?? ''}` });
+      res.end();
+    });
+    const { client } = clientFor(moved.origin);
+    const root = await client.fetch(SEARCH);
+    expect(root.local).toBe('searchResultSet');
+    expect(target.requests).toHaveLength(1);
+  });
+
+  it('throws the OperationError the signal was aborted with, and stops waiting', async () => {
+    const silent = await startUpstream(() => {});
+    const { client, outcomes } = clientFor(silent.origin);
+    const controller = new AbortController();
+    const reason = new OperationError('The operation has timed out', 'upstream_timeout');
+    setTimeout(() => controller.abort(reason), 50);
+    const { result, ms } = await timed(() => failure(client.fetch(SEARCH, controller.signal)));
+    expect(result).toBe(reason);
+    expect(ms).toBeLessThan(2000);
+    expect(outcomes).toMatchObject([{ outcome: 'upstream_timeout', status: null }]);
   });
 });

@@ -3,9 +3,26 @@ import * as soap from 'soap';
 import type { Catalog, Design, Product } from '../src/demo/catalog.js';
 import type { Running } from '../src/main.js';
 import { parseXml } from '../src/xml/parse.js';
-import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
-import { writeXml } from '../src/xml/write.js';
-import { startProxy } from './support/proxy.js';
+import { childElements, type XmlElement } from '../src/xml/tree.js';
+import { demoCatalog, startProxyPair } from './support/clients.js';
+import {
+  ampersandProduct,
+  childNamed,
+  largestStore,
+  readResultSet,
+  smallestStore,
+  type ResultProduct,
+  type ResultSet,
+} from './support/results.js';
+import {
+  NO_SUCH_STORE_FAULT,
+  REFUSED_CONNECTION_FAULT,
+  SERVICE_NAMESPACE,
+  SOAP11_WIRE,
+  SOAP12_WIRE,
+  type OperationName,
+  type SoapVersionWire,
+} from './support/wire.js';
 
 /**
  * The `soap` npm package as a real WSDL-driven client of the proxy: the client is built from the
@@ -24,15 +41,10 @@ import { startProxy } from './support/proxy.js';
  * that the client's object tree holds the same items.
  */
 
-const NAMESPACE = 'http://tempuri.org/';
-const SOAP11_ENV = 'http://schemas.xmlsoap.org/soap/envelope/';
-const SOAP12_ENV = 'http://www.w3.org/2003/05/soap-envelope';
 /** config/default.json: `paging.storeLookupPageSize`, the upstream page size of StoreLookup. */
 const STORE_PAGE_SIZE = 256;
 /** The demo upstream's default page of `product.search.cp` (cp-upstream.md §2.1). */
 const SEARCH_DEFAULT_PAGE = 60;
-
-type OperationName = 'StoreLookup' | 'StoreLookupPaged' | 'ProductLookup' | 'Search' | 'AdvancedSearch';
 
 // --- The soap client, typed loosely ----------------------------------------------------------------
 
@@ -49,40 +61,30 @@ interface LooseClient {
   readonly lastResponseHeaders?: object;
 }
 
-interface SoapVersionCase {
-  readonly name: string;
+interface SoapVersionCase extends SoapVersionWire {
   /** `{Svc}` + this is the port the client calls through. */
   readonly portSuffix: 'Soap' | 'Soap12';
   readonly clientOptions: { readonly forceSoap12Headers: boolean };
-  readonly envelopeNs: string;
-  readonly requestContentType: (action: string) => string;
   /** The SOAPAction header sent, `undefined` when none is. */
   readonly soapActionHeader: (action: string) => string | undefined;
-  readonly responseContentType: string;
   readonly clientCode: string;
   readonly serverCode: string;
 }
 
 const VERSIONS: readonly SoapVersionCase[] = [
   {
-    name: 'SOAP 1.1',
+    ...SOAP11_WIRE,
     portSuffix: 'Soap',
     clientOptions: { forceSoap12Headers: false },
-    envelopeNs: SOAP11_ENV,
-    requestContentType: () => 'text/xml; charset=utf-8',
     soapActionHeader: (action) => `"${action}"`,
-    responseContentType: 'text/xml; charset=utf-8',
     clientCode: 'soap:Client',
     serverCode: 'soap:Server',
   },
   {
-    name: 'SOAP 1.2',
+    ...SOAP12_WIRE,
     portSuffix: 'Soap12',
     clientOptions: { forceSoap12Headers: true },
-    envelopeNs: SOAP12_ENV,
-    requestContentType: (action) => `application/soap+xml; charset=utf-8; action="${action}"`,
     soapActionHeader: () => undefined,
-    responseContentType: 'application/soap+xml; charset=utf-8',
     clientCode: 'soap:Sender',
     serverCode: 'soap:Receiver',
   },
@@ -124,7 +126,7 @@ function headerMap(headers: object | undefined): Record<string, string> {
 
 /** The request really went out in the version's form: envelope namespace, Content-Type, SOAPAction. */
 function expectRequestInVersion(pc: PortClient, op: OperationName): void {
-  const action = `${NAMESPACE}${op}`;
+  const action = `${SERVICE_NAMESPACE}${op}`;
   const headers = headerMap(pc.client.lastRequestHeaders);
   expect(headers['content-type'], 'request Content-Type').toBe(pc.version.requestContentType(action));
   expect(headers['soapaction'], 'request SOAPAction header').toBe(pc.version.soapActionHeader(action));
@@ -132,7 +134,7 @@ function expectRequestInVersion(pc: PortClient, op: OperationName): void {
   expect(envelope.uri, 'request envelope namespace').toBe(pc.version.envelopeNs);
   const body = childElements(envelope).find((child) => child.local === 'Body');
   const wrapper = body ? childElements(body)[0] : undefined;
-  expect({ local: wrapper?.local, uri: wrapper?.uri }, 'request body element').toEqual({ local: op, uri: NAMESPACE });
+  expect({ local: wrapper?.local, uri: wrapper?.uri }, 'request body element').toEqual({ local: op, uri: SERVICE_NAMESPACE });
 }
 
 function envelopeStart(version: SoapVersionCase): string {
@@ -159,54 +161,6 @@ function rawResponse(pc: PortClient): string {
 
 // --- Reading results -------------------------------------------------------------------------------
 
-interface ResultProduct {
-  readonly productNumber: number;
-  readonly productTypeNumber: number;
-  readonly attributes: Readonly<Record<string, string>>;
-}
-
-interface ResultItem {
-  readonly mediaId: number;
-  readonly products: readonly ResultProduct[];
-  /** The item as written, for comparing items across calls. */
-  readonly xml: string;
-}
-
-interface ResultSet {
-  readonly attributes: Readonly<Record<string, string>>;
-  readonly items: readonly ResultItem[];
-  readonly searchString: string | undefined;
-}
-
-function attributesOf(node: XmlElement): Record<string, string> {
-  return Object.fromEntries(node.attributes.map((attr) => [attr.name, attr.value]));
-}
-
-function child(node: XmlElement, local: string): XmlElement | undefined {
-  return childElements(node).find((element) => element.local === local);
-}
-
-function readResultSet(root: XmlElement): ResultSet {
-  const items = childElements(child(root, 'mainResults') ?? root).filter((item) => item.local === 'searchResultItem');
-  const searchQuery = child(root, 'searchQuery');
-  const searchString = searchQuery ? child(searchQuery, 'searchString') : undefined;
-  return {
-    attributes: attributesOf(root),
-    items: items.map((item) => ({
-      mediaId: Number(attribute(item, 'mediaId')),
-      products: childElements(child(item, 'products') ?? item)
-        .filter((product) => product.local === 'product')
-        .map((product) => ({
-          productNumber: Number(attribute(product, 'productNumber')),
-          productTypeNumber: Number(attribute(product, 'productTypeNumber')),
-          attributes: attributesOf(product),
-        })),
-      xml: writeXml(item, { indent: false }),
-    })),
-    searchString: searchString ? innerText(searchString) : undefined,
-  };
-}
-
 /**
  * The success envelope of asmx-wire.md §4 in the version of the call: `{Op}Response` in the service
  * namespace holding `{Op}Result`, holding the un-namespaced `searchResultSet`.
@@ -217,14 +171,14 @@ function resultSetOf(pc: PortClient, op: OperationName): ResultSet {
   expect(headers['cache-control'], 'response Cache-Control').toBe('private, max-age=0');
   const raw = rawResponse(pc);
   // Byte-level frame of §4: one line, this prolog, the result with xmlns="", no trailing newline.
-  expect(raw.startsWith(`${envelopeStart(pc.version)}<soap:Body><${op}Response xmlns="${NAMESPACE}"><${op}Result><searchResultSet xmlns="" `)).toBe(true);
+  expect(raw.startsWith(`${envelopeStart(pc.version)}<soap:Body><${op}Response xmlns="${SERVICE_NAMESPACE}"><${op}Result><searchResultSet xmlns="" `)).toBe(true);
   expect(raw.endsWith(`</searchResultSet></${op}Result></${op}Response></soap:Body></soap:Envelope>`)).toBe(true);
   expect(raw).not.toMatch(/[\r\n]/);
   const envelope = parseXml(raw);
   expect(envelope.uri, 'response envelope namespace').toBe(pc.version.envelopeNs);
-  const body = child(envelope, 'Body');
+  const body = childNamed(envelope, 'Body');
   const response = body ? childElements(body)[0] : undefined;
-  expect({ local: response?.local, uri: response?.uri }).toEqual({ local: `${op}Response`, uri: NAMESPACE });
+  expect({ local: response?.local, uri: response?.uri }).toEqual({ local: `${op}Response`, uri: SERVICE_NAMESPACE });
   const result = response ? childElements(response) : [];
   expect(result.map((element) => element.local)).toEqual([`${op}Result`]);
   const content = result[0] ? childElements(result[0]) : [];
@@ -351,12 +305,8 @@ let unreachable: Running;
 let catalog: Catalog;
 
 beforeAll(async () => {
-  [proxy, unreachable] = await Promise.all([
-    startProxy(),
-    startProxy({ upstream: { baseUrl: 'http://127.0.0.1:1', connectTimeoutMs: 500 } }),
-  ]);
-  if (!proxy.demo) throw new Error('the proxy was expected to start the demo upstream');
-  catalog = proxy.demo.catalog;
+  ({ proxy, unreachable } = await startProxyPair());
+  catalog = demoCatalog(proxy);
 });
 
 afterAll(async () => {
@@ -399,7 +349,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
 
   describe('StoreLookup', () => {
     it('returns every design of a store that takes more than one upstream page, newest first', async () => {
-      const storeId = largestStore(catalog);
+      const storeId = largestStore(catalog).id;
       const expected = designsOfStore(catalog, storeId);
       expect(expected.length, 'the store must need several upstream pages').toBeGreaterThan(STORE_PAGE_SIZE);
 
@@ -411,7 +361,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
     });
 
     it('returns every design of the smallest store', async () => {
-      const storeId = smallestStore(catalog);
+      const storeId = smallestStore(catalog).id;
       const expected = designsOfStore(catalog, storeId);
       const set = await call(pc, 'StoreLookup', { storeId });
       expectCounters(set, { offset: 0, length: expected.length, total: expected.length });
@@ -419,7 +369,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
     });
 
     it('filters by product type name, keeping only the products of that type', async () => {
-      const storeId = largestStore(catalog);
+      const storeId = largestStore(catalog).id;
       const mugs = (product: Product): boolean => product.merchandiseCaption === 'Mug';
       const expected = designsOfStore(catalog, storeId).filter((design) => design.products.some(mugs));
       expect(expected.length).toBeGreaterThan(0);
@@ -442,7 +392,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
     ];
 
     it.each(pages)('pageIndex $pageIndex, pageSize $pageSize returns that slice of the store, in order', async ({ pageIndex, pageSize }) => {
-      const storeId = largestStore(catalog);
+      const storeId = largestStore(catalog).id;
       const all = designsOfStore(catalog, storeId);
       const offset = pageIndex * pageSize;
       const expected = all.slice(offset, offset + pageSize);
@@ -456,9 +406,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
 
   describe('ProductLookup', () => {
     it('returns the design holding the product, text double-escaped as the upstream writes it', async () => {
-      const design = catalog.designs.find((candidate) => candidate.store.name.includes('&') && candidate.products.length > 1);
-      if (!design) throw new Error('the catalog should have a multi-product design in a store whose name holds "&"');
-      const product = design.products[1] as Product;
+      const { design, product } = ampersandProduct(catalog);
 
       const set = await call(pc, 'ProductLookup', { productNumber: product.productNumber });
       expect(pc.client.lastRequest).toContain(`<productNumber>${product.productNumber}</productNumber>`);
@@ -526,7 +474,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
       expect({ status: fault.status, code: fault.code, text: fault.text }).toEqual({
         status: 500,
         code: version.serverCode,
-        text: "Server was unable to process request. ---> Store 'nosuchstore' was not found.",
+        text: NO_SUCH_STORE_FAULT,
       });
     });
 
@@ -539,7 +487,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
       expect({ status: fault.status, code: fault.code, text: fault.text }).toEqual({
         status: 500,
         code: version.serverCode,
-        text: 'Server was unable to process request. ---> Unable to connect to the remote server',
+        text: REFUSED_CONNECTION_FAULT,
       });
       expect(fault.contentType).toBe(version.responseContentType);
       expect(fault.body).toBe(
@@ -548,18 +496,3 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
     });
   });
 });
-
-function storeSizes(catalog: Catalog): [string, number][] {
-  return catalog.stores
-    .map((store): [string, number] => [store.id, catalog.designs.filter((design) => design.store === store).length])
-    .filter(([, count]) => count > 0)
-    .sort((a, b) => b[1] - a[1]);
-}
-
-function largestStore(catalog: Catalog): string {
-  return storeSizes(catalog)[0]?.[0] ?? 'no store';
-}
-
-function smallestStore(catalog: Catalog): string {
-  return storeSizes(catalog).at(-1)?.[0] ?? 'no store';
-}

@@ -2,7 +2,7 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type Server } f
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../src/main.js';
-import { startProxy } from './support/proxy.js';
+import { startProxy, startUnreachableProxy } from './support/proxy.js';
 
 /**
  * Golden wire tests of the SOAP bindings (asmx-wire.md §2–§5, §8): raw requests, exact bytes and
@@ -261,7 +261,7 @@ let sentinelUrl: string;
 let sentinelHits = 0;
 
 beforeAll(async () => {
-  [proxy, unreachable] = await Promise.all([startProxy(), startProxy({ upstream: { baseUrl: 'http://127.0.0.1:1', connectTimeoutMs: 500 } })]);
+  [proxy, unreachable] = await Promise.all([startProxy(), startUnreachableProxy()]);
   sentinel = createServer((_req, res) => {
     sentinelHits++;
     res.end('<!ENTITY leak "leaked">');

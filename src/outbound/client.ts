@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { Pool } from 'undici';
+import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { OperationError, type FailureReason } from '../errors.js';
 import type { UpstreamRequest } from '../translate/plan.js';
@@ -7,10 +7,11 @@ import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 
 /**
- * Talks to the `.cp` upstream: one keep-alive undici Pool per origin, connect/headers/body timeouts,
- * a response size cap, and a check that the answer is well-formed XML with the expected root before
- * anything is embedded in a legacy answer. Failures become OperationErrors worded as the .NET
- * WebException the original would have seen (cp-upstream.md §11.8).
+ * Talks to the `.cp` upstream: an undici Agent (one keep-alive pool per origin), connect/headers/body
+ * timeouts, a response size cap, redirects followed as .NET's HttpWebRequest follows them, and a
+ * check that the answer is well-formed XML with the expected root before anything is embedded in a
+ * legacy answer. Failures become OperationErrors worded as the .NET WebException the original would
+ * have seen (cp-upstream.md §11.8).
  */
 
 export interface UpstreamOutcome {
@@ -18,15 +19,20 @@ export interface UpstreamOutcome {
   readonly outcome: 'ok' | FailureReason;
   readonly status: number | null;
   readonly seconds: number;
+  /** The system or undici error code behind a failure (`ECONNREFUSED`, …), for the operators' log. */
+  readonly code: string | null;
 }
 
 export interface UpstreamClient {
-  fetch(request: UpstreamRequest): Promise<XmlElement>;
+  /** `signal` aborts the request; a reason that is an OperationError is what the fetch then throws. */
+  fetch(request: UpstreamRequest, signal?: AbortSignal): Promise<XmlElement>;
   close(): Promise<void>;
 }
 
 const EXPECTED_ROOT = 'searchResultSet';
 const ERROR_ROOT = 'help';
+/** HttpWebRequest.MaximumAutomaticRedirections is 50; a handful is plenty for an API host. */
+const MAX_REDIRECTS = 5;
 
 export const TIMED_OUT = 'The operation has timed out';
 export const UNABLE_TO_CONNECT = 'Unable to connect to the remote server';
@@ -43,31 +49,25 @@ export function createUpstreamClient(
   if (upstream.baseUrl === null) throw new Error('createUpstreamClient needs upstream.baseUrl');
   const base = new URL(upstream.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
-  const pools = new Map<string, Pool>();
-
-  const poolFor = (origin: string): Pool => {
-    let pool = pools.get(origin);
-    if (!pool) {
-      pool = new Pool(origin, {
-        connections: upstream.connections,
-        connectTimeout: upstream.connectTimeoutMs,
-        headersTimeout: upstream.headersTimeoutMs,
-        bodyTimeout: upstream.bodyTimeoutMs,
-        maxResponseSize: upstream.maxResponseBytes,
-        keepAliveTimeout: 30_000,
-      });
-      pools.set(origin, pool);
-    }
-    return pool;
-  };
+  const agent = new Agent({
+    connections: upstream.connections,
+    connectTimeout: upstream.connectTimeoutMs,
+    headersTimeout: upstream.headersTimeoutMs,
+    bodyTimeout: upstream.bodyTimeoutMs,
+    maxResponseSize: upstream.maxResponseBytes,
+    keepAliveTimeout: 30_000,
+  });
+  const dispatcher: Dispatcher = agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
 
   /** `answered` hears the status as soon as the headers are in, before the body is read or checked. */
-  async function attempt(request: UpstreamRequest, answered: (status: number) => void): Promise<XmlElement> {
+  async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, answered: (status: number) => void): Promise<XmlElement> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
-    const { statusCode, body } = await poolFor(base.origin).request({
+    const { statusCode, body } = await dispatcher.request({
+      origin: base.origin,
       method: 'GET',
       path: `${basePath}${request.path}?${query}`,
       headers: { accept: 'text/xml, application/xml' },
+      signal,
     });
     answered(statusCode);
     const text = await body.text();
@@ -75,29 +75,30 @@ export function createUpstreamClient(
   }
 
   return {
-    async fetch(request) {
+    async fetch(request, signal) {
       const started = process.hrtime.bigint();
-      const done = (outcome: UpstreamOutcome['outcome'], status: number | null): void =>
-        observe({ path: request.path, outcome, status, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+      const done = (outcome: UpstreamOutcome['outcome'], status: number | null, code: string | null): void =>
+        observe({ path: request.path, outcome, status, seconds: Number(process.hrtime.bigint() - started) / 1e9, code });
       for (let tries = 0; ; tries++) {
         /** The HTTP status of this attempt's answer; null while none has come. */
         let status: number | null = null;
         try {
-          const result = await attempt(request, (code) => {
+          const result = await attempt(request, signal, (code) => {
             status = code;
           });
-          done('ok', status);
+          done('ok', status, null);
           return result;
         } catch (err) {
-          if (tries < upstream.retries && RETRYABLE_CODES.has(errorCode(err))) continue;
-          const failure = asOperationError(err);
-          done(failure.reason, status);
+          const code = errorCode(err);
+          if (tries < upstream.retries && !signal?.aborted && RETRYABLE_CODES.has(code)) continue;
+          const failure = signal?.aborted && signal.reason instanceof OperationError ? signal.reason : asOperationError(err);
+          done(failure.reason, status, code === '' ? null : code);
           throw failure;
         }
       }
     },
     async close() {
-      await Promise.all([...pools.values()].map((pool) => pool.close()));
+      await agent.close();
     },
   };
 }
@@ -134,8 +135,7 @@ export function readAnswer(statusCode: number, text: string, secrets: readonly s
   }
   const helpMessage = root?.local === ERROR_ROOT ? redact(exceptionMessage(root), secrets) : undefined;
   if (statusCode < 200 || statusCode > 299) {
-    const reason = STATUS_CODES[statusCode] ?? 'Unknown';
-    throw new UpstreamStatusError(helpMessage ?? `The remote server returned an error: (${statusCode}) ${reason}.`, statusCode);
+    throw new UpstreamStatusError(helpMessage ?? `The remote server returned an error: (${statusCode}) ${statusDescription(statusCode)}.`, statusCode);
   }
   if (helpMessage !== undefined) throw new OperationError(helpMessage, 'upstream_error');
   if (root === undefined) throw new OperationError('The upstream answer is not well-formed XML.', 'upstream_invalid');
@@ -151,9 +151,51 @@ function exceptionMessage(help: XmlElement): string | undefined {
   return text === '' ? undefined : text;
 }
 
+/**
+ * Each secret as sent (raw, and URL-encoded as in a query string or a form), matched only as a whole
+ * token so that a short key does not mangle the words around it.
+ */
 function redact(message: string | undefined, secrets: readonly string[]): string | undefined {
-  return secrets.reduce((text, secret) => text?.split(secret).join(REDACTED), message);
+  if (message === undefined) return undefined;
+  const spellings = new Set(secrets.flatMap((secret) => [secret, encodeURIComponent(secret), new URLSearchParams([['', secret]]).toString().slice(1)]));
+  return [...spellings].reduce(
+    (text, spelling) => text.replace(new RegExp(`(?<![\\w%+.~-])${escapeRegExp(spelling)}(?![\\w%+.~-])`, 'g'), REDACTED),
+    message,
+  );
 }
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * The reason .NET's WebException gives for a status: its own text where it has one
+ * (`net_httpstatuscode_*`), else the status description, here the standard phrase.
+ */
+function statusDescription(status: number): string {
+  return DOTNET_STATUS_TEXT[status] ?? STATUS_CODES[status] ?? 'Unknown';
+}
+
+const DOTNET_STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  407: 'Proxy Authentication Required',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  410: 'Gone',
+  411: 'Length Required',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  502: 'Bad Gateway',
+  503: 'Server Unavailable',
+  504: 'Gateway Timeout',
+  505: 'Http Version Not Supported',
+};
 
 function errorCode(err: unknown): string {
   if (typeof err !== 'object' || err === null) return '';

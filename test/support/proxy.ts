@@ -10,3 +10,8 @@ export async function startProxy(overrides: Json = {}): Promise<Running> {
   const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0 }, log: { level: 'silent' } }, overrides);
   return start(config, pino({ level: 'silent' }));
 }
+
+/** The product with an upstream that refuses connections (port 1 on loopback), for the server faults it gives. */
+export function startUnreachableProxy(): Promise<Running> {
+  return startProxy({ upstream: { baseUrl: 'http://127.0.0.1:1', connectTimeoutMs: 500 } });
+}

@@ -1,0 +1,53 @@
+import type { Catalog } from '../../src/demo/catalog.js';
+import type { Running } from '../../src/main.js';
+import { startProxy, startUnreachableProxy } from './proxy.js';
+
+/**
+ * What the tests that drive real SOAP clients against the proxy share: when a client that is not
+ * installed skips its suite or fails it, and the two proxies every such suite calls.
+ */
+
+// --- Whether a client suite runs -----------------------------------------------------------------------
+
+/**
+ * REQUIRE_OTHER_CLIENTS=1 (set by .ci/run, which installs the clients) turns a missing client from a
+ * skipped suite into a failed one, so CI cannot pass without running them.
+ */
+const OTHER_CLIENTS_REQUIRED = process.env.REQUIRE_OTHER_CLIENTS === '1';
+
+/**
+ * For `describe.skipIf`: a suite whose client is missing is skipped, unless clients are required.
+ * `available` undefined (never probed) counts as missing.
+ */
+export function skipClientSuite(available: boolean | undefined): boolean {
+  return !available && !OTHER_CLIENTS_REQUIRED;
+}
+
+/**
+ * For the suite's `beforeAll`: a missing client only gets this far when clients are required, and
+ * then fails the suite; `missing` says what is missing.
+ */
+export function requireClient(available: boolean | undefined, missing: string): void {
+  if (!available) throw new Error(`${missing}, but REQUIRE_OTHER_CLIENTS=1`);
+}
+
+// --- The proxies the clients call ------------------------------------------------------------------------
+
+export interface ProxyPair {
+  /** The product with its embedded demo upstream. */
+  readonly proxy: Running;
+  /** A second proxy whose upstream refuses connections. */
+  readonly unreachable: Running;
+}
+
+/** Starts both proxies side by side; whoever assigns them stops them (`proxy.stop()`, `unreachable.stop()`). */
+export async function startProxyPair(): Promise<ProxyPair> {
+  const [proxy, unreachable] = await Promise.all([startProxy(), startUnreachableProxy()]);
+  return { proxy, unreachable };
+}
+
+/** The catalog behind `proxy`'s demo upstream, which the client results are checked against. */
+export function demoCatalog(proxy: Running): Catalog {
+  if (!proxy.demo) throw new Error('the proxy was expected to start the demo upstream');
+  return proxy.demo.catalog;
+}
