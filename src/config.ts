@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { UpstreamPath } from './operations.js';
 
 /**
  * Configuration: `config/default.json` holds every default; the file named by CONFIG_FILE is merged
@@ -29,6 +28,8 @@ export interface Config {
     readonly bodyLimitBytes: number;
     readonly requestTimeoutMs: number;
     readonly shutdownGraceMs: number;
+    /** Legacy calls answered at once; more are shed with 503 "Server Too Busy". */
+    readonly maxConcurrentCalls: number;
   };
   readonly service: {
     readonly namespace: string;
@@ -51,6 +52,8 @@ export interface Config {
     /** Upper bound on the upstream pages one legacy call may fetch. */
     readonly maxPagesPerCall: number;
     readonly retries: number;
+    /** Deadline of one legacy call, all its upstream requests included. */
+    readonly callTimeoutMs: number;
   };
   readonly paging: {
     readonly legacyPageIndexBase: 0 | 1;
@@ -69,6 +72,8 @@ export interface Config {
     readonly sunsetAt: string | null;
     readonly policyUrl: string | null;
     readonly successorUrl: string | null;
+    /** HMAC key for the client fingerprints in deprecation hits; `null`: a plain SHA-256. */
+    readonly clientIdKey: string | null;
   };
   readonly demo: {
     readonly seed: number;
@@ -206,7 +211,10 @@ class Reader {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new ConfigError(this.name(key), `must be an http or https URL, got ${JSON.stringify(value)}.`);
     }
-    return value.replace(/\/+$/, '');
+    if (parsed.search !== '' || parsed.hash !== '' || value.includes('?') || value.includes('#')) {
+      throw new ConfigError(this.name(key), `must not have a query or fragment, got ${JSON.stringify(value)}.`);
+    }
+    return parsed.href.replace(/\/+$/, '');
   }
 
   integer(key: string, min: number, max: number): number {
@@ -232,9 +240,12 @@ class Reader {
     return found;
   }
 
+  /** ISO 8601 with its offset (`Z` or `±hh:mm`): a date without one would depend on the machine's time zone. */
   date(key: string): string {
     const value = this.string(key);
-    if (Number.isNaN(Date.parse(value))) throw new ConfigError(this.name(key), `must be an ISO 8601 date, got ${JSON.stringify(value)}.`);
+    if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value) || Number.isNaN(Date.parse(value))) {
+      throw new ConfigError(this.name(key), `must be an ISO 8601 date and time with an offset, e.g. "2026-01-01T00:00:00Z", got ${JSON.stringify(value)}.`);
+    }
     return value;
   }
 
@@ -273,6 +284,9 @@ export function validateConfig(json: Json): Config {
   const apiKeyMode = upstream.oneOf<ApiKeyMode>('apiKeyMode', ['forward', 'map', 'fixed']);
   const appKey = upstream.optionalString('appKey');
   if (apiKeyMode === 'fixed' && appKey === null) throw new ConfigError('upstream.appKey', 'must be set when upstream.apiKeyMode is "fixed".');
+  if (apiKeyMode === 'map' && upstream.section('apiKeyMap').keys().length === 0) {
+    throw new ConfigError('upstream.apiKeyMap', 'must map at least one apiKey when upstream.apiKeyMode is "map".');
+  }
 
   const config: Config = {
     server: {
@@ -284,6 +298,7 @@ export function validateConfig(json: Json): Config {
       bodyLimitBytes: server.integer('bodyLimitBytes', 1024, 64 * 1024 * 1024),
       requestTimeoutMs: server.integer('requestTimeoutMs', 1000, MAX_TIMEOUT_MS),
       shutdownGraceMs: server.integer('shutdownGraceMs', 0, MAX_TIMEOUT_MS),
+      maxConcurrentCalls: server.integer('maxConcurrentCalls', 1, 100_000),
     },
     service: {
       namespace: service.string('namespace'),
@@ -304,6 +319,7 @@ export function validateConfig(json: Json): Config {
       maxConcurrentPages: upstream.integer('maxConcurrentPages', 1, 64),
       maxPagesPerCall: upstream.integer('maxPagesPerCall', 1, 10_000),
       retries: upstream.integer('retries', 0, 5),
+      callTimeoutMs: upstream.integer('callTimeoutMs', 1, MAX_TIMEOUT_MS),
     },
     paging: {
       legacyPageIndexBase: paging.oneOf<0 | 1>('legacyPageIndexBase', [0, 1]),
@@ -315,12 +331,13 @@ export function validateConfig(json: Json): Config {
       storeLookupPageSize: paging.integer('storeLookupPageSize', 1, 100_000),
       defaultMaxResults: paging.integer('defaultMaxResults', 1, 100_000),
     },
-    mapping: { sort: mapping.stringTable('sort'), merchandise },
+    mapping: { sort: sortTable(mapping.stringTable('sort')), merchandise },
     deprecation: {
       deprecatedAt: deprecation.date('deprecatedAt'),
       sunsetAt: deprecation.optionalDate('sunsetAt'),
       policyUrl: deprecation.url('policyUrl'),
       successorUrl: deprecation.url('successorUrl'),
+      clientIdKey: deprecation.optionalString('clientIdKey'),
     },
     demo: {
       seed: demo.integer('seed', 0, 2 ** 31 - 1),
@@ -334,10 +351,18 @@ export function validateConfig(json: Json): Config {
   if (sunsetAt !== null && Date.parse(sunsetAt) < Date.parse(deprecatedAt)) {
     throw new ConfigError('deprecation.sunsetAt', `must not be earlier than deprecation.deprecatedAt (${deprecatedAt}).`);
   }
+  if (config.server.shutdownGraceMs < config.upstream.callTimeoutMs) {
+    throw new ConfigError('server.shutdownGraceMs', `must be at least upstream.callTimeoutMs (${config.upstream.callTimeoutMs}), so that calls in flight can finish.`);
+  }
   if (config.paging.storeLookupPageSize > config.paging.profiles['/product.searchForProductsOfStore.cp'].maxPageSize) {
     throw new ConfigError('paging.storeLookupPageSize', 'must not exceed the maximum page size of /product.searchForProductsOfStore.cp.');
   }
   return config;
+}
+
+/** Keys are matched after `-` → `_` (cp-upstream.md §11.5), so they are stored that way. */
+function sortTable(table: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(table).map(([key, value]) => [key.replace(/-/g, '_'), value]));
 }
 
 function readProfile(section: Reader): PagingProfile {
@@ -347,8 +372,4 @@ function readProfile(section: Reader): PagingProfile {
     firstPage: section.integer('firstPage', 0, 1),
     maxPageSize: section.integer('maxPageSize', 1, 100_000),
   };
-}
-
-export function profileFor(config: Config, path: UpstreamPath): PagingProfile | undefined {
-  return path === '/product.searchForProduct.cp' ? undefined : config.paging.profiles[path];
 }

@@ -12,7 +12,9 @@ export type FailureReason =
   | 'upstream_status'
   | 'upstream_timeout'
   | 'upstream_unreachable'
-  | 'upstream_invalid';
+  | 'upstream_invalid'
+  /** The legacy client went away before its answer was ready; the upstream requests were cancelled. */
+  | 'client_closed';
 
 /**
  * The web method threw. Over SOAP: `soap:Server` and "Server was unable to process request. ---> …",

@@ -42,7 +42,8 @@ export async function start(config: Config, logger: Logger): Promise<Running> {
   };
 }
 
-async function main(): Promise<void> {
+/** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
+export async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
@@ -78,11 +79,4 @@ async function main(): Promise<void> {
   process.on('SIGINT', stop);
   const startup = start(config, logger);
   await startup;
-}
-
-if (process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`Failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  });
 }

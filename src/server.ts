@@ -9,9 +9,11 @@ import { answerHttp } from './inbound/http-call.js';
 import { answerSoap, type Answerer } from './inbound/soap-call.js';
 import { TEXT_CONTENT_TYPE } from './inbound/text-response.js';
 import { percentDecode } from './inbound/url-decode.js';
+import { OperationError } from './errors.js';
 import { findOperation, stringArg } from './operations.js';
-import { createUpstreamClient, type UpstreamClient } from './outbound/client.js';
+import { TIMED_OUT, createUpstreamClient, type UpstreamClient } from './outbound/client.js';
 import { createProxy } from './proxy.js';
+import type { UpstreamRequest } from './translate/plan.js';
 
 /**
  * The HTTP front: dispatches every request under the service path the way the ASMX handler factory
@@ -43,9 +45,17 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     // its own, before any hook. ASP.NET keeps such an escape as written (HttpUtility.UrlDecode), so
     // the request is dispatched like any other: `/index.asmx/%ZZ` names the method `%ZZ`. No hook
     // runs on this path, so the deprecation headers are added here.
+    // The body is not read on this path: a SOAP request (no PathInfo, not a GET) cannot be served from
+    // it. Elsewhere the body does not matter, since a method name with a malformed escape names none.
     frameworkErrors: (_error, request, reply) => {
       addDeprecationHeaders(request, reply);
-      void dispatch(request, reply);
+      const path = requestUrl(request.url).pathname;
+      const soapEndpoint = servicePathOf(path, servicePath)?.length === path.length;
+      if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, 'Bad Request'));
+      dispatch(request, reply).catch((err: unknown) => {
+        request.log.error({ err }, 'dispatch failed');
+        if (!reply.sent) send(reply, errorPage(500, 'An internal error occurred.'));
+      });
     },
   });
   const hits = createHitRecorder(fastify.log);
@@ -108,7 +118,10 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     }
     const pathInfo = url.pathname.slice(requestedServicePath.length);
     const method = request.method;
-    const publicUrl = `${config.server.publicBaseUrl ?? requestBase(request.protocol, request.host)}${requestedServicePath}`;
+    const base = config.server.publicBaseUrl ?? requestBase(request.protocol, request.host);
+    // HTTP.sys refuses such a request before IIS sees it; nothing could build addresses from it.
+    if (base === null) return send(reply, errorPage(400, 'Bad Request - Invalid Hostname'));
+    const publicUrl = `${base}${requestedServicePath}`;
 
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const onUnexpected = (err: unknown): void => request.log.error({ err }, 'operation failed unexpectedly');
@@ -123,29 +136,53 @@ export function buildApp(config: Config, deps: AppDependencies): App {
       return send(reply, errorPage(405, 'Request format is unrecognized.'));
     }
     if (pathInfo.length >= 2 && (method === 'GET' || method === 'POST')) {
-      const call = { method, name: percentDecode(pathInfo.slice(1)), query: url.searchParams, contentType: contentTypeOf(request), body } as const;
+      const call = { method, name: percentDecode(pathInfo.slice(1)), query: url.search.slice(1), contentType: contentTypeOf(request), body } as const;
       return serveCall(request, reply, (answer) => answerHttp(call, config.service.httpOptionalParameters, answer, onUnexpected));
     }
     return send(reply, errorPage(500, `Request format is unrecognized for URL unexpectedly ending in '${percentDecode(pathInfo)}'.`));
   }
 
-  /** Runs one legacy call, sends its answer, and records the deprecation hit. */
+  let callsInFlight = 0;
+
+  /**
+   * Runs one legacy call under a deadline (`upstream.callTimeoutMs`), cancelled when the client goes
+   * away, sends its answer, and records the deprecation hit. Past `server.maxConcurrentCalls` the call
+   * is shed with ASP.NET's "Server Too Busy" instead of queueing without bound.
+   */
   async function serveCall(request: FastifyRequest, reply: FastifyReply, run: (answer: Answerer) => Promise<CallOutcome>): Promise<void> {
+    if (callsInFlight >= config.server.maxConcurrentCalls) {
+      hits.shed();
+      return send(reply, errorPage(503, 'Server Too Busy'));
+    }
+    callsInFlight++;
     const started = performance.now();
+    const cancel = new AbortController();
+    const deadline = setTimeout(() => cancel.abort(new OperationError(TIMED_OUT, 'upstream_timeout')), config.upstream.callTimeoutMs);
+    const onClose = (): void => {
+      if (!reply.raw.writableFinished) cancel.abort(new OperationError('The client closed the connection.', 'client_closed'));
+    };
+    reply.raw.once('close', onClose);
     let upstreamRequests = 0;
     const counted = {
-      fetch: (upstreamRequest: Parameters<UpstreamClient['fetch']>[0]) => {
+      fetch: (upstreamRequest: UpstreamRequest, signal?: AbortSignal) => {
         upstreamRequests++;
-        return upstream.fetch(upstreamRequest);
+        return upstream.fetch(upstreamRequest, signal);
       },
     };
-    const outcome = await run((call) => proxy.answer(call, counted));
+    let outcome: CallOutcome;
+    try {
+      outcome = await run((call) => proxy.answer(call, counted, cancel.signal));
+    } finally {
+      clearTimeout(deadline);
+      callsInFlight--;
+    }
     send(reply, outcome.answer);
+    reply.raw.off('close', onClose);
     const apiKey = outcome.call === null ? null : stringArg(outcome.call, 'apiKey');
     hits.record({
       operation: outcome.operation,
       binding: outcome.binding,
-      client: clientFingerprint(apiKey),
+      client: clientFingerprint(apiKey, config.deprecation.clientIdKey),
       legacyVersion: outcome.call === null ? null : stringArg(outcome.call, 'version'),
       replacement: findOperation(outcome.operation)?.replacement ?? '',
       outcome: outcome.failure === null ? 'ok' : 'fault',
@@ -153,7 +190,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
       status: outcome.answer.status,
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       upstreamRequests,
-      remoteAddress: request.ip,
+      remoteAddress: request.ip ?? null,
       userAgent: request.headers['user-agent'] ?? null,
     });
   }
@@ -179,14 +216,16 @@ function requestUrl(target: string): URL {
 
 /**
  * Scheme and authority of the request (§7.1) as ASP.NET's Request.Url (a System.Uri) writes them: the
- * host in lower case, a default port left out. An authority no URL parser accepts is kept as sent.
+ * host in lower case, a default port left out. `null` for a Host (or trusted X-Forwarded-Host) that
+ * is missing or no URL parser accepts.
  */
-function requestBase(protocol: string, host: string): string {
-  const base = `${protocol}://${host}`;
+function requestBase(protocol: string, host: string | undefined): string | null {
+  if (host === undefined || host === '') return null;
   try {
-    return new URL(base).origin;
+    const { origin, pathname, search } = new URL(`${protocol}://${host}`);
+    return pathname === '/' && search === '' && origin !== 'null' ? origin : null;
   } catch {
-    return base;
+    return null;
   }
 }
 

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
  * a real call, a graceful SIGTERM, and start-up refusals that name the configuration key.
  */
 
-const MAIN = join(import.meta.dirname, '..', 'dist', 'src', 'main.js');
+const MAIN = join(import.meta.dirname, '..', 'dist', 'src', 'cli.js');
 
 interface Exit {
   readonly code: number | null;

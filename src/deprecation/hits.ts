@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { UpstreamOutcome } from '../outbound/client.js';
@@ -13,7 +13,7 @@ export type Binding = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
 export interface DeprecationHit {
   readonly operation: string;
   readonly binding: Binding;
-  /** `sha256:` + 12 hex digits of the apiKey, or `anonymous`. */
+  /** `sha256:`/`hmac:` + 12 hex digits of the apiKey, or `anonymous`. */
   readonly client: string;
   readonly legacyVersion: string | null;
   readonly replacement: string;
@@ -22,21 +22,35 @@ export interface DeprecationHit {
   readonly status: number;
   readonly durationMs: number;
   readonly upstreamRequests: number;
-  readonly remoteAddress: string;
+  readonly remoteAddress: string | null;
   readonly userAgent: string | null;
 }
 
 /** Bump when a field of DeprecationHit changes meaning or goes away; dashboards key on it. */
 export const HIT_SCHEMA_VERSION = 1;
 
-export function clientFingerprint(apiKey: string | null): string {
+/**
+ * Names a caller without its key. With `key` (deprecation.clientIdKey) an HMAC, which a dictionary
+ * of likely keys cannot reverse; without, a plain SHA-256, stable across instances all the same.
+ */
+export function clientFingerprint(apiKey: string | null, key: string | null = null): string {
   if (apiKey === null || apiKey === '') return 'anonymous';
-  return `sha256:${createHash('sha256').update(apiKey).digest('hex').slice(0, 12)}`;
+  const digest = key === null ? createHash('sha256').update(apiKey) : createHmac('sha256', key).update(apiKey);
+  return `${key === null ? 'sha256' : 'hmac'}:${digest.digest('hex').slice(0, 12)}`;
+}
+
+/** Caller-supplied text in a log line is cut here: a 1 MB `version=` must not make a 1 MB line. */
+const MAX_LOGGED_TEXT = 256;
+
+function bounded(text: string | null): string | null {
+  return text === null || text.length <= MAX_LOGGED_TEXT ? text : `${text.slice(0, MAX_LOGGED_TEXT)}…`;
 }
 
 export interface HitRecorder {
   readonly registry: Registry;
   record(hit: DeprecationHit): void;
+  /** A call refused because too many were in flight. */
+  shed(): void;
   observeUpstream(outcome: UpstreamOutcome): void;
 }
 
@@ -63,16 +77,28 @@ export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  const shedCalls = new Counter({
+    name: 'legacy_calls_shed_total',
+    help: 'Legacy calls refused with 503 because server.maxConcurrentCalls were in flight.',
+    registers: [registry],
+  });
 
   return {
     registry,
     record(hit) {
       calls.inc({ operation: hit.operation, binding: hit.binding, outcome: hit.outcome });
       duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
-      log.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...hit }, `deprecated call ${hit.operation} (${hit.binding})`);
+      const logged = { ...hit, legacyVersion: bounded(hit.legacyVersion), userAgent: bounded(hit.userAgent) };
+      log.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...logged }, `deprecated call ${hit.operation} (${hit.binding})`);
+    },
+    shed() {
+      shedCalls.inc();
+      log.warn({ event: 'call_shed' }, 'too many legacy calls in flight: answered 503');
     },
     observeUpstream(outcome) {
       upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.seconds);
+      // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.
+      if (outcome.outcome !== 'ok') log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
     },
   };
 }

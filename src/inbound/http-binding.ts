@@ -1,6 +1,8 @@
 import { HttpBindingError } from '../errors.js';
 import { findOperation, findOperationIgnoringCase, type ArgValue, type LegacyCall, type OperationSpec } from '../operations.js';
 import { parseInt32 } from './int32.js';
+import { parseMediaType } from './media-type.js';
+import { queryCollection } from './url-decode.js';
 
 /**
  * The ASMX HTTP GET and HTTP POST protocols (asmx-wire.md §6): the operation named by the PathInfo,
@@ -24,26 +26,25 @@ export function findHttpOperation(name: string): OperationSpec {
   throw new HttpBindingError([`${name} Web Service method name is not valid.`]);
 }
 
+/** A request's parameters as ASP.NET's name-value collection reads them (see `queryCollection`). */
+export type ParameterLookup = (name: string) => string | undefined;
+
 /** The form of an HTTP POST, or the ASMX error for a body that is not urlencoded. */
-export function readForm(contentType: string | undefined, body: Buffer): URLSearchParams {
-  const base = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
-  if (base !== FORM_CONTENT_TYPE) throw new HttpBindingError([`Request format is invalid: ${contentType ?? ''}.`]);
-  return new URLSearchParams(body.toString('utf8'));
+export function readForm(contentType: string | undefined, body: Buffer): ParameterLookup {
+  // ASMX compares the text before the first `;` as it is (ContentType.MatchesBase), untrimmed.
+  if (parseMediaType(contentType).base !== FORM_CONTENT_TYPE) throw new HttpBindingError([`Request format is invalid: ${contentType ?? ''}.`]);
+  return queryCollection(body.toString('utf8'));
 }
 
-export function bindHttpParameters(op: OperationSpec, pairs: URLSearchParams, mode: OptionalParameters): LegacyCall {
-  // ASP.NET's name-value collections: names match in any case, a repeated name arrives comma-joined.
-  const values = new Map<string, string[]>();
-  for (const [name, value] of pairs) {
-    const key = name.toLowerCase();
-    const list = values.get(key);
-    if (list) list.push(value);
-    else values.set(key, [value]);
-  }
+/** The query string of an HTTP GET, read like a form. */
+export function readQuery(query: string): ParameterLookup {
+  return queryCollection(query);
+}
 
+export function bindHttpParameters(op: OperationSpec, values: ParameterLookup, mode: OptionalParameters): LegacyCall {
   const args: Record<string, ArgValue> = {};
   for (const param of op.params) {
-    const value = values.get(param.name.toLowerCase())?.join(',');
+    const value = values(param.name);
     if (value === undefined) {
       if (param.type === 'int' || mode === 'strict') throw new HttpBindingError([`Missing parameter: ${param.name}.`]);
       args[param.name] = null;

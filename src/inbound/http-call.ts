@@ -2,14 +2,15 @@ import { HttpBindingError, OperationError } from '../errors.js';
 import { findOperation, type LegacyCall } from '../operations.js';
 import { writeXmlDocument } from '../xml/write.js';
 import { textError, xmlAnswer, type CallOutcome } from './answer.js';
-import { bindHttpParameters, findHttpOperation, readForm, type OptionalParameters } from './http-binding.js';
+import { bindHttpParameters, findHttpOperation, readForm, readQuery, type OptionalParameters } from './http-binding.js';
 import { INTERNAL_ERROR, type Answerer } from './soap-call.js';
 
 export interface HttpCallRequest {
   readonly method: 'GET' | 'POST';
   /** The PathInfo without its leading `/`, decoded. */
   readonly name: string;
-  readonly query: URLSearchParams;
+  /** The raw query string, without `?`. */
+  readonly query: string;
   readonly contentType: string | undefined;
   readonly body: Buffer;
 }
@@ -28,8 +29,8 @@ export async function answerHttp(
   let call: LegacyCall | null = null;
   try {
     const op = findHttpOperation(request.name);
-    const pairs = request.method === 'GET' ? request.query : readForm(request.contentType, request.body);
-    call = bindHttpParameters(op, pairs, mode);
+    const values = request.method === 'GET' ? readQuery(request.query) : readForm(request.contentType, request.body);
+    call = bindHttpParameters(op, values, mode);
     const result = await answer(call);
     return { binding, answer: xmlAnswer(writeXmlDocument(result, { indent: true })), operation: op.name, call, failure: null };
   } catch (err) {

@@ -2,13 +2,12 @@ import { OperationError, SoapFault, type SoapVersion } from '../errors.js';
 import type { LegacyCall } from '../operations.js';
 import type { XmlElement } from '../xml/tree.js';
 import { CACHE_ERROR, CACHE_SUCCESS, type CallOutcome } from './answer.js';
-import { readSoapRequest, type SoapRequest } from './soap-request.js';
+import { UNABLE_TO_PROCESS, guessVersion, readSoapRequest, type SoapRequest } from './soap-request.js';
 import { faultEnvelope, soapContentType, successEnvelope } from './soap-response.js';
 
 /** Runs a legacy call: the proxy, or a stand-in in tests. */
 export type Answerer = (call: LegacyCall) => Promise<XmlElement>;
 
-const UNABLE_TO_PROCESS = 'Server was unable to process request.';
 export const INTERNAL_ERROR = 'An internal error occurred.';
 
 /**
@@ -21,7 +20,7 @@ export async function answerSoap(
   answer: Answerer,
   onUnexpected: (err: unknown) => void,
 ): Promise<CallOutcome> {
-  let version: SoapVersion = request.soapAction === undefined ? '1.2' : '1.1';
+  let version = guessVersion(request);
   let call: LegacyCall | null = null;
   try {
     const read = readSoapRequest(request, namespace);

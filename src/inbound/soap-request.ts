@@ -3,6 +3,7 @@ import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationS
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 import { parseInt32 } from './int32.js';
+import { mediaParameter, parseMediaType, type MediaType } from './media-type.js';
 import { urlDecode } from './url-decode.js';
 import { SOAP11_NS, SOAP12_NS } from './soap-response.js';
 
@@ -24,52 +25,20 @@ export interface SoapCall {
 }
 
 const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
-const UNABLE_TO_PROCESS = 'Server was unable to process request.';
+export const UNABLE_TO_PROCESS = 'Server was unable to process request.';
 const UNABLE_TO_READ = 'Server was unable to read request.';
-
-/**
- * A Content-Type read the way System.Web.Services' `ContentType` helper reads it (RS/Scalars.cs).
- * `base` is the text before the first `;`, lower-cased for comparison but not trimmed (`GetBase`):
- * `text/xml ; charset=utf-8` is not a SOAP type there, so it is not one here either.
- */
-interface MediaType {
-  readonly base: string;
-  /** The header as sent, for `parameter`. */
-  readonly header: string;
-}
-
-export function parseMediaType(header: string | undefined): MediaType {
-  const text = header ?? '';
-  const semi = text.indexOf(';');
-  return { base: (semi < 0 ? text : text.slice(0, semi)).toLowerCase(), header: text };
-}
-
-/**
- * `ContentType.GetParameter`: the **first** `;`-part that, after leading white space, starts with
- * `name` in any case, then the text after the next `=`, trimmed of spaces, tabs, `'` and `"`
- * (asmx-wire.md §2.3). A repeated parameter therefore keeps its first value.
- */
-function parameter(media: MediaType, name: string): string | undefined {
-  for (const part of media.header.split(';').slice(1)) {
-    const decl = part.trimStart();
-    if (decl.slice(0, name.length).toLowerCase() !== name) continue;
-    const eq = decl.indexOf('=', name.length);
-    if (eq >= 0) return decl.slice(eq + 1).replace(/^[ \t'"]+|[ \t'"]+$/g, '');
-  }
-  return undefined;
-}
 
 export function readSoapRequest(request: SoapRequest, namespace: string): SoapCall {
   const media = parseMediaType(request.contentType);
   const actions = new Map<string, OperationSpec>(OPERATIONS.map((op) => [soapAction(namespace, op), op]));
-  const guess: SoapVersion = request.soapAction === undefined || media.base === 'application/soap+xml' ? '1.2' : '1.1';
+  const guess = guessVersion(request);
 
   let op: OperationSpec;
   let document: XmlElement | XmlSyntaxError | undefined;
   if (guess === '1.1') {
     op = routeBySoapAction(request.soapAction ?? '', actions);
   } else {
-    const rawAction = parameter(media, 'action');
+    const rawAction = mediaParameter(media, 'action');
     const action = rawAction === undefined ? undefined : urlDecode(rawAction);
     const known = action === undefined ? undefined : actions.get(action);
     if (known) {
@@ -90,6 +59,11 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   if (version === '1.1' && media.base !== 'text/xml') throw new SoapFault('Client', [], version, 415);
   const body = soapBody(document, (missing) => new SoapFault('Client', [UNABLE_TO_READ, missing], version));
   return { version, call: bindParameters(op, body, namespace, version) };
+}
+
+/** The first guess of §2.1, which picks the router (and the version of faults before the envelope is read). */
+export function guessVersion(request: Pick<SoapRequest, 'contentType' | 'soapAction'>): SoapVersion {
+  return request.soapAction === undefined || parseMediaType(request.contentType).base === 'application/soap+xml' ? '1.2' : '1.1';
 }
 
 function routeBySoapAction(header: string, actions: ReadonlyMap<string, OperationSpec>): OperationSpec {
@@ -198,7 +172,7 @@ export function decodeBody(media: MediaType, body: Buffer): string {
   if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return new TextDecoder('utf-8').decode(body.subarray(3));
   if (body[0] === 0xff && body[1] === 0xfe) return new TextDecoder('utf-16le').decode(body.subarray(2));
   if (body[0] === 0xfe && body[1] === 0xff) return new TextDecoder('utf-16be').decode(body.subarray(2));
-  const charset = parameter(media, 'charset')?.toLowerCase();
+  const charset = mediaParameter(media, 'charset')?.toLowerCase();
   if (charset !== undefined && KNOWN_CHARSETS.has(charset)) return decodeAs(charset, body);
   // Only application/* falls back to the declaration; every other type (text/*, none at all) reads
   // as ASCII, `GetEncoding`'s default "per RFC 2376/3023".

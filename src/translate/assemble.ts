@@ -29,13 +29,41 @@ export function totalItems(page: XmlElement): number {
 }
 
 export function assembleWindow(pages: readonly XmlElement[], window: ItemWindow, run: PageRun): XmlElement {
-  const items = pages.flatMap(itemsOf);
+  const items = consistentItems(pages, run.firstPage, run.pageSize);
   const from = sliceStart(window, run);
   return withItems(firstOf(pages), items.slice(from, from + window.count), window.offset);
 }
 
-export function assembleAll(pages: readonly XmlElement[]): XmlElement {
-  return withItems(firstOf(pages), pages.flatMap(itemsOf), 0);
+/** Every page of a list, in order from page 0: all `totalDesigns` items or a failure, never fewer. */
+export function assembleAll(pages: readonly XmlElement[], pageSize: number): XmlElement {
+  const items = consistentItems(pages, 0, pageSize);
+  const total = totalItems(firstOf(pages));
+  if (items.length !== total) {
+    throw new OperationError(`The upstream pages hold ${items.length} items, but report ${total}.`, 'upstream_invalid');
+  }
+  return withItems(firstOf(pages), items, 0);
+}
+
+/**
+ * The items of consecutive pages, after checking they line up: page `k` starts at item
+ * `k × pageSize` (its `startResult`, where given) and holds a full page unless the list ends there.
+ * An upstream that pages differently would otherwise shift or silently truncate the result.
+ */
+function consistentItems(pages: readonly XmlElement[], firstPage: number, pageSize: number): XmlElement[] {
+  const total = totalItems(firstOf(pages));
+  return pages.flatMap((page, index) => {
+    const offset = (firstPage + index) * pageSize;
+    const items = itemsOf(page);
+    const start = attribute(page, 'startResult');
+    const expected = Math.max(0, Math.min(pageSize, total - offset));
+    if ((start !== undefined && Number(start) !== offset) || items.length !== expected) {
+      throw new OperationError(
+        `The upstream page at item ${offset} has startResult ${start ?? '(none)'} and ${items.length} items; expected ${offset} and ${expected}.`,
+        'upstream_invalid',
+      );
+    }
+    return items;
+  });
 }
 
 function firstOf(pages: readonly XmlElement[]): XmlElement {

@@ -73,7 +73,7 @@ function normalizeId(token: string): string {
 export function upstreamSort(sort: string | null, table: Readonly<Record<string, string>>): string | null {
   const value = present(sort);
   if (value === null) return null;
-  return table[value.trim().replace(/-/g, '_')] ?? value;
+  return own(table, value.trim().replace(/-/g, '_')) ?? value;
 }
 
 /** The `appKey` to send for a call's legacy `apiKey`, by the configured mode. */
@@ -85,12 +85,17 @@ export function upstreamAppKey(apiKey: string | null, upstream: Config['upstream
     case 'forward':
       return key ?? upstream.appKey;
     case 'map': {
-      const mapped = key === null ? undefined : upstream.apiKeyMap[key];
+      const mapped = key === null ? undefined : own(upstream.apiKeyMap, key);
       // Never echo the key: it would end up in faults and logs.
       if (mapped === undefined) throw new OperationError('The apiKey is not recognized.', 'client_input', { clientFault: true });
       return mapped;
     }
   }
+}
+
+/** A table entry, never one inherited from Object.prototype (`constructor`, `hasOwnProperty`, …). */
+function own(table: Readonly<Record<string, string>>, key: string): string | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
 }
 
 /** A legacy paging value: a whole number ≥ 0, written the way a form sends it. */

@@ -94,7 +94,7 @@ function planCall(call: LegacyCall, config: Config, captions: CaptionIndex): Pla
 
 function storeParams(call: LegacyCall, captions: CaptionIndex): [string, string | null][] {
   return [
-    ['storeId', stringArg(call, 'storeId')],
+    ['storeId', present(stringArg(call, 'storeId'))],
     ['merchandiseIds', merchandiseIds(stringArg(call, 'productTypes'), captions)],
   ];
 }

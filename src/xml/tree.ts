@@ -10,7 +10,7 @@ export interface XmlAttribute {
 export interface XmlPosition {
   /** 1-based. */
   readonly line: number;
-  /** 1-based, counted in characters. */
+  /** 1-based, counted in UTF-16 units as .NET's XmlReader counts them. */
   readonly column: number;
 }
 
