@@ -172,3 +172,13 @@ describe('the planned upstream requests', () => {
     expect(plan).toMatchObject({ request: { params: [['v', '4'], ['appKey', 'configured-app-key'], ['query', 'x']] } });
   });
 });
+
+describe('tables never match inherited properties', () => {
+  it('a legacy sort named like an Object.prototype member passes through unchanged', () => {
+    expect(upstreamSort('constructor', config.mapping.sort)).toBe('constructor');
+  });
+
+  it('map mode refuses an apiKey named like an Object.prototype member', () => {
+    expect(() => upstreamAppKey('hasOwnProperty', { ...config.upstream, apiKeyMode: 'map', apiKeyMap: { 'legacy-1': 'app-1' } })).toThrow('The apiKey is not recognized.');
+  });
+});

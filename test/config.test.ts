@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig, type Json } from '../src/config.js';
+
+/** Start-up refuses a bad configuration with a message that names the key and what is wrong. */
+
+const attempt = (overrides: Json) => () => loadConfig({}, overrides);
+
+describe('configuration validation', () => {
+  it('accepts the shipped defaults', () => {
+    expect(loadConfig({}).upstream.baseUrl).toBeNull();
+  });
+
+  it.each([
+    [{ deprecation: { deprecatedAt: '2026-01-01T00:00:00' } }, 'deprecation.deprecatedAt must be an ISO 8601 date and time with an offset'],
+    [{ deprecation: { sunsetAt: 'next year' } }, 'deprecation.sunsetAt must be an ISO 8601 date and time with an offset'],
+    [{ deprecation: { sunsetAt: '2025-01-01T00:00:00Z' } }, 'deprecation.sunsetAt must not be earlier than deprecation.deprecatedAt'],
+    [{ upstream: { baseUrl: 'http://upstream.example/api?x=1' } }, 'upstream.baseUrl must not have a query or fragment'],
+    [{ server: { publicBaseUrl: 'https://legacy.example/#top' } }, 'server.publicBaseUrl must not have a query or fragment'],
+    [{ upstream: { apiKeyMode: 'map' } }, 'upstream.apiKeyMap must map at least one apiKey when upstream.apiKeyMode is "map".'],
+    [{ upstream: { apiKeyMode: 'fixed' } }, 'upstream.appKey must be set when upstream.apiKeyMode is "fixed".'],
+    [{ upstream: { apiKeyMode: 'sometimes' } }, 'upstream.apiKeyMode must be one of "forward", "map", "fixed", got "sometimes".'],
+    [{ upstream: { callTimeoutMs: 60_000 } }, 'server.shutdownGraceMs must be at least upstream.callTimeoutMs (60000)'],
+    [{ paging: { legacyPageIndexBase: 2 } }, 'paging.legacyPageIndexBase must be one of 0, 1, got 2.'],
+    [{ paging: { storeLookupPageSize: 500 } }, 'paging.storeLookupPageSize must not exceed the maximum page size'],
+    [{ mapping: { merchandise: { mug: 'Mug' } } }, 'mapping.merchandise.mug must be keyed by a non-negative merchandise id.'],
+    [{ server: { servicePath: 'index.asmx' } }, 'server.servicePath must be one path segment'],
+  ])('%j is refused', (overrides, message) => {
+    expect(attempt(overrides)).toThrow(`Invalid configuration: ${message}`);
+  });
+
+  it('normalises sort table keys the way legacy values are read', () => {
+    const config = loadConfig({}, { mapping: { sort: { 'by-newest': 'by_date_desc' } } });
+    expect(config.mapping.sort).toEqual({ by_newest: 'by_date_desc' });
+  });
+
+  it('keeps a base URL path, without its trailing slash', () => {
+    expect(loadConfig({ UPSTREAM_URL: 'https://api.example/v3/' }).upstream.baseUrl).toBe('https://api.example/v3');
+  });
+});

@@ -1,0 +1,204 @@
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, type Json } from '../src/config.js';
+import { clientFingerprint } from '../src/deprecation/hits.js';
+import { findOperation } from '../src/operations.js';
+import { createProxy } from '../src/proxy.js';
+import { buildApp, type App } from '../src/server.js';
+import { parseXml } from '../src/xml/parse.js';
+import { testConfig } from './support/config.js';
+import { SEARCH_PAGES, STORE_PAGES, pageDocument, pagedUpstream } from './support/pages.js';
+
+/**
+ * What keeps the process serving when callers or the upstream misbehave: deadlines, cancellation,
+ * load shedding, and refusing upstream pages that do not line up rather than answering a wrong result.
+ */
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+interface Upstream {
+  readonly url: string;
+  /** Requests whose connection closed before an answer was sent. */
+  readonly abandoned: () => number;
+  readonly received: () => number;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+async function upstream(handler: Handler): Promise<Upstream> {
+  let abandoned = 0;
+  let received = 0;
+  const server = createServer((req, res) => {
+    received++;
+    res.on('close', () => {
+      if (!res.writableFinished) abandoned++;
+    });
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, abandoned: () => abandoned, received: () => received };
+}
+
+async function proxyTo(upstreamUrl: string, overrides: Json = {}): Promise<string> {
+  const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: upstreamUrl, appKey: 'k' } }, overrides);
+  const app: App = buildApp(config, { logger: pino({ level: 'silent' }) });
+  const address = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+  cleanups.push(() => app.fastify.close());
+  return address;
+}
+
+const never: Handler = () => {};
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('a deadline for the whole call', () => {
+  it('answers "The operation has timed out" at upstream.callTimeoutMs, however patient the per-request timeouts', async () => {
+    const silent = await upstream(never);
+    const proxy = await proxyTo(silent.url, { upstream: { callTimeoutMs: 300, headersTimeoutMs: 60_000 }, server: { shutdownGraceMs: 300 } });
+    const started = performance.now();
+    const response = await fetch(`${proxy}/index.asmx/Search?query=dog`);
+    expect(performance.now() - started).toBeLessThan(3000);
+    expect(response.status).toBe(500);
+    expect(await response.text()).toBe('The operation has timed out\r\n');
+    await pause(50);
+    expect(silent.abandoned()).toBe(1);
+  });
+});
+
+describe('cancellation', () => {
+  it('cancels the upstream requests of a caller that went away', async () => {
+    const silent = await upstream(never);
+    const proxy = await proxyTo(silent.url);
+    const { port } = new URL(proxy);
+    await new Promise<void>((resolve) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/index.asmx/Search?query=dog' });
+      req.on('error', () => resolve());
+      req.end();
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 200);
+    });
+    await pause(200);
+    expect(silent.received()).toBe(1);
+    expect(silent.abandoned()).toBe(1);
+  });
+
+  it('stops fetching pages after the first one fails', async () => {
+    const config = testConfig({ upstream: { maxConcurrentPages: 2 } });
+    const inner = pagedUpstream(10_000, SEARCH_PAGES);
+    let started = 0;
+    const failing = {
+      async fetch(request: Parameters<typeof inner.fetch>[0], signal?: AbortSignal) {
+        started++;
+        if (started === 1) throw new Error('first page failed');
+        await pause(20);
+        if (signal?.aborted) throw signal.reason;
+        return inner.fetch(request);
+      },
+    };
+    const call = { operation: findOperation('AdvancedSearch')!, args: { query: 'x', startResults: '0', maxResults: '1000' } };
+    await expect(createProxy(config).answer(call, failing)).rejects.toThrow('first page failed');
+    expect(started).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('load shedding', () => {
+  it('answers 503 "Server Too Busy" past server.maxConcurrentCalls, and serves again after', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = await upstream((req, res) => {
+      void gate.then(() => {
+        res.writeHead(200, { 'content-type': 'text/xml' });
+        res.end(pageDocument(3, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
+      });
+    });
+    const proxy = await proxyTo(slow.url, { server: { maxConcurrentCalls: 1 } });
+    const first = fetch(`${proxy}/index.asmx/Search?query=a`);
+    await pause(100);
+    const second = await fetch(`${proxy}/index.asmx/Search?query=b`);
+    expect(second.status).toBe(503);
+    expect(await second.text()).toContain('Server Too Busy');
+    expect(second.headers.get('deprecation')).toMatch(/^@\d+$/);
+    release();
+    expect((await first).status).toBe(200);
+    expect((await fetch(`${proxy}/index.asmx/Search?query=c`)).status).toBe(200);
+  });
+});
+
+describe('upstream pages that do not line up are refused, not answered wrongly', () => {
+  const store = findOperation('StoreLookup')!;
+
+  it('StoreLookup: an upstream that caps its pages below the size asked for', async () => {
+    const capped = {
+      async fetch(request: { params: readonly (readonly [string, string])[] }) {
+        const params = new Map(request.params);
+        const page = Number(params.get('page'));
+        // 300 designs, but never more than 50 per page whatever pageSize says.
+        return parseXml(pageDocument(300, new Map([...params, ['pageSize', '50']]), STORE_PAGES).replace(`startResult="${page * 50}"`, `startResult="${page * 256}"`));
+      },
+    };
+    await expect(createProxy(testConfig()).answer({ operation: store, args: { storeId: 's' } }, capped)).rejects.toMatchObject({
+      reason: 'upstream_invalid',
+      message: 'The upstream page at item 0 has startResult 0 and 50 items; expected 0 and 256.',
+    });
+  });
+
+  it('AdvancedSearch: a page whose startResult is not where it was asked to start', async () => {
+    const shifted = {
+      async fetch(request: { params: readonly (readonly [string, string])[] }) {
+        return parseXml(pageDocument(1000, new Map(request.params), SEARCH_PAGES).replace(/startResult="\d+"/, 'startResult="0"'));
+      },
+    };
+    const call = { operation: findOperation('AdvancedSearch')!, args: { startResults: '300', maxResults: '10' } };
+    await expect(createProxy(testConfig()).answer(call, shifted)).rejects.toMatchObject({ reason: 'upstream_invalid' });
+  });
+});
+
+describe('hostile input', () => {
+  it('a bad Host with a malformed path escape gets a 400 and the process keeps serving', async () => {
+    const good = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(pageDocument(1, new Map(), SEARCH_PAGES));
+    });
+    const proxy = await proxyTo(good.url);
+    const { port } = new URL(proxy);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/x%ZZ/../index.asmx?op=Search', headers: { host: 'a b' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
+    expect((await fetch(`${proxy}/index.asmx/Search?query=x`)).status).toBe(200);
+  });
+
+  it('a query part without "=" is a nameless value, not the parameter (ASP.NET collections)', async () => {
+    const proxy = await proxyTo((await upstream(never)).url);
+    const response = await fetch(`${proxy}/index.asmx/ProductLookup?productNumber`);
+    expect(await response.text()).toBe('Missing parameter: productNumber.\r\n');
+  });
+});
+
+describe('client fingerprints', () => {
+  it('are an HMAC when deprecation.clientIdKey is set, so a dictionary of keys cannot reverse them', () => {
+    expect(clientFingerprint('legacy-key')).toMatch(/^sha256:[0-9a-f]{12}$/);
+    expect(clientFingerprint('legacy-key', 'secret')).toMatch(/^hmac:[0-9a-f]{12}$/);
+    expect(clientFingerprint('legacy-key', 'secret')).not.toBe(clientFingerprint('legacy-key', 'other'));
+    expect(clientFingerprint(null)).toBe('anonymous');
+  });
+});
