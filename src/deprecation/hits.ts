@@ -54,6 +54,9 @@ export interface HitRecorder {
   observeUpstream(outcome: UpstreamOutcome): void;
 }
 
+/** From a cached page (5 ms) to a call that hits its deadline (the default callTimeoutMs is 30 s). */
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
 export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -67,14 +70,14 @@ export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
     name: 'legacy_call_duration_seconds',
     help: 'Time to answer a legacy call, upstream requests included.',
     labelNames: ['operation', 'binding'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: SECONDS_BUCKETS,
     registers: [registry],
   });
   const upstream = new Histogram({
     name: 'upstream_request_duration_seconds',
     help: 'Requests to the .cp upstream, by endpoint and outcome.',
     labelNames: ['path', 'outcome'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    buckets: SECONDS_BUCKETS,
     registers: [registry],
   });
   const shedCalls = new Counter({
