@@ -118,11 +118,6 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     }
     const pathInfo = url.pathname.slice(requestedServicePath.length);
     const method = request.method;
-    const base = config.server.publicBaseUrl ?? requestBase(request.protocol, request.host);
-    // HTTP.sys refuses such a request before IIS sees it; nothing could build addresses from it.
-    if (base === null) return send(reply, errorPage(400, 'Bad Request - Invalid Hostname'));
-    const publicUrl = `${base}${requestedServicePath}`;
-
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const onUnexpected = (err: unknown): void => request.log.error({ err }, 'operation failed unexpectedly');
 
@@ -132,7 +127,12 @@ export function buildApp(config: Config, deps: AppDependencies): App {
         const soapAction = Array.isArray(header) ? header.join(',') : header;
         return serveCall(request, reply, (answer) => answerSoap({ contentType: contentTypeOf(request), soapAction, body }, namespace, answer, onUnexpected));
       }
-      if (method === 'GET') return send(reply, describeService(config.service, url.search.slice(1), publicUrl));
+      if (method === 'GET') {
+        const base = config.server.publicBaseUrl ?? requestBase(request.protocol, request.host);
+        // Addresses cannot be built from such a Host; HTTP.sys would have refused it before IIS.
+        if (base === null) return send(reply, errorPage(400, 'Bad Request - Invalid Hostname'));
+        return send(reply, describeService(config.service, url.search.slice(1), `${base}${requestedServicePath}`));
+      }
       return send(reply, errorPage(405, 'Request format is unrecognized.'));
     }
     if (pathInfo.length >= 2 && (method === 'GET' || method === 'POST')) {
