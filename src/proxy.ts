@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Config } from './config.js';
 import { OperationError } from './errors.js';
 import type { LegacyCall } from './operations.js';
@@ -56,6 +57,8 @@ async function carryOut(plan: Plan, client: Fetcher, limit: number, signal: Abor
 async function fetchAll(requests: readonly UpstreamRequest[], client: Fetcher, limit: number, signal: AbortSignal | undefined): Promise<XmlElement[]> {
   const failed = new AbortController();
   const combined = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal;
+  // Each request in flight listens on it; up to `limit` at once is expected, not a leak.
+  setMaxListeners(limit + 2, combined);
   const results: XmlElement[] = new Array(requests.length);
   let next = 0;
   const worker = async (): Promise<void> => {

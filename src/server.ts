@@ -156,6 +156,8 @@ export function buildApp(config: Config, deps: AppDependencies): App {
     }
     callsInFlight++;
     const started = performance.now();
+    // Read now: once a caller has hung up, its socket no longer knows the address.
+    const remoteAddress = request.ip ?? null;
     const cancel = new AbortController();
     const deadline = setTimeout(() => cancel.abort(new OperationError(TIMED_OUT, 'upstream_timeout')), config.upstream.callTimeoutMs);
     const onClose = (): void => {
@@ -190,7 +192,7 @@ export function buildApp(config: Config, deps: AppDependencies): App {
       status: outcome.answer.status,
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       upstreamRequests,
-      remoteAddress: request.ip ?? null,
+      remoteAddress,
       userAgent: request.headers['user-agent'] ?? null,
     });
   }
@@ -222,8 +224,8 @@ function requestUrl(target: string): URL {
 function requestBase(protocol: string, host: string | undefined): string | null {
   if (host === undefined || host === '') return null;
   try {
-    const { origin, pathname, search } = new URL(`${protocol}://${host}`);
-    return pathname === '/' && search === '' && origin !== 'null' ? origin : null;
+    const { origin, pathname, search, username, password } = new URL(`${protocol}://${host}`);
+    return pathname === '/' && search === '' && username === '' && password === '' && origin !== 'null' ? origin : null;
   } catch {
     return null;
   }

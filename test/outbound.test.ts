@@ -575,6 +575,11 @@ describe('secrets in upstream error messages', () => {
     );
   });
 
+  it('redacts a key that ends a sentence or is followed by a hyphen', () => {
+    expect(() => readAnswer(403, help('Unknown appKey SECRET42.'), ['SECRET42'])).toThrow(/^Unknown appKey \[redacted\]\.$/);
+    expect(() => readAnswer(403, help('key abc123- rejected'), ['abc123'])).toThrow(/^key \[redacted\]- rejected$/);
+  });
+
   it('redacts a short key only as a whole token, leaving the words around it alone', () => {
     expect(() => readAnswer(400, help('bad key a for v=3'), ['a'])).toThrow(/^bad key \[redacted\] for v=3$/);
   });
@@ -591,6 +596,16 @@ describe('redirects and cancellation', () => {
     const root = await client.fetch(SEARCH);
     expect(root.local).toBe('searchResultSet');
     expect(target.requests).toHaveLength(1);
+  });
+
+  it('too many redirects fail as .NET words it', async () => {
+    const loop = await startUpstream((req, res) => {
+      res.writeHead(302, { location: `/again${req.url ?? ''}` });
+      res.end();
+    });
+    const { client } = clientFor(loop.origin);
+    const err = await failure(client.fetch(SEARCH));
+    expect(err.message).toBe('Too many automatic redirections were attempted.');
   });
 
   it('throws the OperationError the signal was aborted with, and stops waiting', async () => {

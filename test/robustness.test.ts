@@ -152,8 +152,19 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
     };
     await expect(createProxy(testConfig()).answer({ operation: store, args: { storeId: 's' } }, capped)).rejects.toMatchObject({
       reason: 'upstream_invalid',
-      message: 'The upstream page at item 0 has startResult 0 and 50 items; expected 0 and 256.',
+      message: 'The upstream page at item 0 has startResult 0 and 50 items of 256.',
     });
+  });
+
+  it('StoreLookup: a catalog that grows while the pages come in is still answered whole', async () => {
+    let total = 600;
+    const growing = {
+      async fetch(request: { params: readonly (readonly [string, string])[] }) {
+        return parseXml(pageDocument(total++, new Map(request.params), STORE_PAGES));
+      },
+    };
+    const result = await createProxy(testConfig({ upstream: { maxConcurrentPages: 1 } })).answer({ operation: store, args: { storeId: 's' } }, growing);
+    expect(result.attributes.find((a) => a.name === 'resultLength')?.value).toBe('602');
   });
 
   it('AdvancedSearch: a page whose startResult is not where it was asked to start', async () => {
@@ -185,6 +196,32 @@ describe('hostile input', () => {
     });
     expect(status).toBe(400);
     expect((await fetch(`${proxy}/index.asmx/Search?query=x`)).status).toBe(200);
+  });
+
+  it('a Host with user info is refused, not turned into another host in the WSDL', async () => {
+    const proxy = await proxyTo((await upstream(never)).url);
+    const { port } = new URL(proxy);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/index.asmx?wsdl', headers: { host: 'x@evil.example' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
+  });
+
+  it('a form of many repeated names is read in linear time', async () => {
+    const proxy = await proxyTo((await upstream(never)).url);
+    const started = performance.now();
+    const response = await fetch(`${proxy}/index.asmx/StoreLookupPaged`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'a&'.repeat(200_000),
+    });
+    expect(await response.text()).toBe('Missing parameter: pageIndex.\r\n');
+    expect(performance.now() - started).toBeLessThan(3000);
   });
 
   it('a query part without "=" is a nameless value, not the parameter (ASP.NET collections)', async () => {

@@ -101,7 +101,7 @@ export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
     observeUpstream(outcome) {
       upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.seconds);
       // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.
-      if (outcome.outcome !== 'ok') log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
+      if (outcome.outcome !== 'ok' && outcome.outcome !== 'cancelled') log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
     },
   };
 }

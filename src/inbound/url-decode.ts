@@ -6,9 +6,14 @@
 /** Non-fatal, as .NET's decoder: bytes that are not UTF-8 become U+FFFD. */
 const UTF8 = new TextDecoder('utf-8');
 
-/** %XX escapes as UTF-8 bytes; a malformed escape stays as written (HttpUtility.UrlDecode). */
+/**
+ * %XX escapes as UTF-8 bytes and %uXXXX as one UTF-16 unit; a malformed escape stays as written
+ * (HttpUtility.UrlDecode).
+ */
 export function percentDecode(text: string): string {
-  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => UTF8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')));
+  return text.replace(/%u([0-9A-Fa-f]{4})|(?:%[0-9A-Fa-f]{2})+/g, (run, unit: string | undefined) =>
+    unit !== undefined ? String.fromCharCode(parseInt(unit, 16)) : UTF8.decode(Buffer.from(run.replace(/%/g, ''), 'hex')),
+  );
 }
 
 /** HttpUtility.UrlDecode of a query-string part or header value: as a path, and `+` is a space. */
@@ -28,7 +33,10 @@ export function queryCollection(query: string): (name: string | null) => string 
       const eq = part.indexOf('=');
       const name = eq < 0 ? null : urlDecode(part.slice(0, eq)).toLowerCase();
       const value = urlDecode(eq < 0 ? part : part.slice(eq + 1));
-      values.set(name, [...(values.get(name) ?? []), value]);
+      // Appended in place: a form of many repeated names must stay linear, not copy the list each time.
+      const list = values.get(name);
+      if (list) list.push(value);
+      else values.set(name, [value]);
     }
   }
   return (name) => values.get(name === null ? null : name.toLowerCase())?.join(',');

@@ -16,7 +16,8 @@ import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 
 export interface UpstreamOutcome {
   readonly path: string;
-  readonly outcome: 'ok' | FailureReason;
+  /** `cancelled`: the call no longer wanted it (its caller left, or a sibling page failed). */
+  readonly outcome: 'ok' | 'cancelled' | FailureReason;
   readonly status: number | null;
   readonly seconds: number;
   /** The system or undici error code behind a failure (`ECONNREFUSED`, …), for the operators' log. */
@@ -31,12 +32,13 @@ export interface UpstreamClient {
 
 const EXPECTED_ROOT = 'searchResultSet';
 const ERROR_ROOT = 'help';
-/** HttpWebRequest.MaximumAutomaticRedirections is 50; a handful is plenty for an API host. */
-const MAX_REDIRECTS = 5;
+/** HttpWebRequest.MaximumAutomaticRedirections. */
+const MAX_REDIRECTS = 50;
 
 export const TIMED_OUT = 'The operation has timed out';
 export const UNABLE_TO_CONNECT = 'Unable to connect to the remote server';
 export const CONNECTION_CLOSED = 'The underlying connection was closed: The connection was closed unexpectedly.';
+export const TOO_MANY_REDIRECTS = 'Too many automatic redirections were attempted.';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 /** A kept-alive socket the server closed just as we reused it: safe to retry an idempotent GET. */
@@ -68,7 +70,9 @@ export function createUpstreamClient(
       path: `${basePath}${request.path}?${query}`,
       headers: { accept: 'text/xml, application/xml' },
       signal,
-    });
+      // Past the limit, fail as .NET does rather than hand back the last 3xx as an answer.
+      throwOnMaxRedirect: true,
+    } as Dispatcher.RequestOptions);
     answered(statusCode);
     const text = await body.text();
     return readAnswer(statusCode, text, secretsOf(request));
@@ -92,7 +96,8 @@ export function createUpstreamClient(
           const code = errorCode(err);
           if (tries < upstream.retries && !signal?.aborted && RETRYABLE_CODES.has(code)) continue;
           const failure = signal?.aborted && signal.reason instanceof OperationError ? signal.reason : asOperationError(err);
-          done(failure.reason, status, code === '' ? null : code);
+          const cancelled = signal?.aborted === true && failure.reason !== 'upstream_timeout';
+          done(cancelled ? 'cancelled' : failure.reason, status, code === '' ? null : code);
           throw failure;
         }
       }
@@ -159,7 +164,8 @@ function redact(message: string | undefined, secrets: readonly string[]): string
   if (message === undefined) return undefined;
   const spellings = new Set(secrets.flatMap((secret) => [secret, encodeURIComponent(secret), new URLSearchParams([['', secret]]).toString().slice(1)]));
   return [...spellings].reduce(
-    (text, spelling) => text.replace(new RegExp(`(?<![\\w%+.~-])${escapeRegExp(spelling)}(?![\\w%+.~-])`, 'g'), REDACTED),
+    // A `.` or `-` next to the key ends a sentence or a word unless a letter or digit follows it.
+    (text, spelling) => text.replace(new RegExp(`(?<![\\w%+~])(?<!\\w[.-])${escapeRegExp(spelling)}(?![\\w%+~])(?![.-]\\w)`, 'g'), REDACTED),
     message,
   );
 }
@@ -207,6 +213,10 @@ function errorCode(err: unknown): string {
 function asOperationError(err: unknown): OperationError {
   if (err instanceof OperationError) return err;
   const code = errorCode(err);
+  const message = err instanceof Error ? err.message : '';
+  if (message === 'max redirects' || message.startsWith('Redirect loop detected')) {
+    return new OperationError(TOO_MANY_REDIRECTS, 'upstream_status', { cause: err });
+  }
   if (TIMEOUT_CODES.has(code)) return new OperationError(TIMED_OUT, 'upstream_timeout', { cause: err });
   if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
     return new OperationError('The upstream answer exceeded the maximum response size.', 'upstream_invalid', { cause: err });

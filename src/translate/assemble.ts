@@ -34,10 +34,13 @@ export function assembleWindow(pages: readonly XmlElement[], window: ItemWindow,
   return withItems(firstOf(pages), items.slice(from, from + window.count), window.offset);
 }
 
-/** Every page of a list, in order from page 0: all `totalDesigns` items or a failure, never fewer. */
+/**
+ * Every page of a list, in order from page 0: all its items or a failure, never fewer. The count is
+ * checked against the last page's total, since a live catalog may change while the pages come in.
+ */
 export function assembleAll(pages: readonly XmlElement[], pageSize: number): XmlElement {
   const items = consistentItems(pages, 0, pageSize);
-  const total = totalItems(firstOf(pages));
+  const total = totalItems(pages[pages.length - 1] ?? firstOf(pages));
   if (items.length !== total) {
     throw new OperationError(`The upstream pages hold ${items.length} items, but report ${total}.`, 'upstream_invalid');
   }
@@ -46,19 +49,19 @@ export function assembleAll(pages: readonly XmlElement[], pageSize: number): Xml
 
 /**
  * The items of consecutive pages, after checking they line up: page `k` starts at item
- * `k × pageSize` (its `startResult`, where given) and holds a full page unless the list ends there.
- * An upstream that pages differently would otherwise shift or silently truncate the result.
+ * `k × pageSize` (its `startResult`, where given), and every page but the last is full. An upstream
+ * that pages differently would otherwise shift or silently truncate the result.
  */
 function consistentItems(pages: readonly XmlElement[], firstPage: number, pageSize: number): XmlElement[] {
-  const total = totalItems(firstOf(pages));
   return pages.flatMap((page, index) => {
     const offset = (firstPage + index) * pageSize;
     const items = itemsOf(page);
     const start = attribute(page, 'startResult');
-    const expected = Math.max(0, Math.min(pageSize, total - offset));
-    if ((start !== undefined && Number(start) !== offset) || items.length !== expected) {
+    const last = index === pages.length - 1;
+    const fits = last ? items.length <= pageSize : items.length === pageSize || offset + items.length >= totalItems(page);
+    if ((start !== undefined && Number(start) !== offset) || !fits) {
       throw new OperationError(
-        `The upstream page at item ${offset} has startResult ${start ?? '(none)'} and ${items.length} items; expected ${offset} and ${expected}.`,
+        `The upstream page at item ${offset} has startResult ${start ?? '(none)'} and ${items.length} items of ${pageSize}.`,
         'upstream_invalid',
       );
     }
