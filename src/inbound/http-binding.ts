@@ -12,7 +12,7 @@ import { queryCollection } from './url-decode.js';
 
 export type OptionalParameters = 'lenient' | 'strict';
 
-export const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
+const FORM_CONTENT_TYPE = 'application/x-www-form-urlencoded';
 
 export function findHttpOperation(name: string): OperationSpec {
   const op = findOperation(name);
@@ -34,11 +34,6 @@ export function readForm(contentType: string | undefined, body: Buffer): Paramet
   // ASMX compares the text before the first `;` as it is (ContentType.MatchesBase), untrimmed.
   if (parseMediaType(contentType).base !== FORM_CONTENT_TYPE) throw new HttpBindingError([`Request format is invalid: ${contentType ?? ''}.`]);
   return queryCollection(body.toString('utf8'));
-}
-
-/** The query string of an HTTP GET, read like a form. */
-export function readQuery(query: string): ParameterLookup {
-  return queryCollection(query);
 }
 
 export function bindHttpParameters(op: OperationSpec, values: ParameterLookup, mode: OptionalParameters): LegacyCall {

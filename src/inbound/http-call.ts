@@ -2,8 +2,9 @@ import { HttpBindingError, OperationError } from '../errors.js';
 import { findOperation, type LegacyCall } from '../operations.js';
 import { writeXmlDocument } from '../xml/write.js';
 import { textError, xmlAnswer, type CallOutcome } from './answer.js';
-import { bindHttpParameters, findHttpOperation, readForm, readQuery, type OptionalParameters } from './http-binding.js';
+import { bindHttpParameters, findHttpOperation, readForm, type OptionalParameters } from './http-binding.js';
 import { INTERNAL_ERROR, type Answerer } from './soap-call.js';
+import { queryCollection } from './url-decode.js';
 
 export interface HttpCallRequest {
   readonly method: 'GET' | 'POST';
@@ -29,7 +30,7 @@ export async function answerHttp(
   let call: LegacyCall | null = null;
   try {
     const op = findHttpOperation(request.name);
-    const values = request.method === 'GET' ? readQuery(request.query) : readForm(request.contentType, request.body);
+    const values = request.method === 'GET' ? queryCollection(request.query) : readForm(request.contentType, request.body);
     call = bindHttpParameters(op, values, mode);
     const result = await answer(call);
     return { binding, answer: xmlAnswer(writeXmlDocument(result, { indent: true })), operation: op.name, call, failure: null };

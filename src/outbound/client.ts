@@ -38,7 +38,7 @@ const MAX_REDIRECTS = 50;
 export const TIMED_OUT = 'The operation has timed out';
 export const UNABLE_TO_CONNECT = 'Unable to connect to the remote server';
 export const CONNECTION_CLOSED = 'The underlying connection was closed: The connection was closed unexpectedly.';
-export const TOO_MANY_REDIRECTS = 'Too many automatic redirections were attempted.';
+const TOO_MANY_REDIRECTS = 'Too many automatic redirections were attempted.';
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 /** A kept-alive socket the server closed just as we reused it: safe to retry an idempotent GET. */
