@@ -2,7 +2,7 @@ import autocannon from 'autocannon';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startDemoUpstream } from '../src/demo/upstream.js';
-import { buildApp } from '../src/server.js';
+import { buildApp } from '../src/server/app.js';
 
 /**
  * Throughput, latency and memory of the proxy, as ratios against a baseline measured in the same
@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const demo = await startDemoUpstream(config);
   const appKey = 'bench-app-key';
   const proxied = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: demo.url, appKey } });
-  const { fastify } = buildApp(proxied, { logger: pino({ level: 'silent' }) });
+  const { fastify } = await buildApp(proxied, { logger: pino({ level: 'silent' }) });
   const proxy = await fastify.listen({ host: '127.0.0.1', port: 0 });
 
   const scenarios: Scenario[] = [

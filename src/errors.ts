@@ -1,75 +1,178 @@
+import type { OperationSpec } from './operations.js';
+import { translationText, upstreamText, type TranslationDetail } from './messages.js';
+
 /**
- * Errors as named values. Each carries what the binding writer needs to answer the way ASMX did:
- * the chain of exception messages (outermost first, joined with " ---> " on the wire) and, for SOAP,
- * the fault code.
+ * Errors as named values. Each one says why a call failed (`reason`, for logs and metrics) and carries
+ * the data its legacy text is made from; the texts themselves are in src/messages.ts, and the
+ * bindings turn an error into the fault or error text of their wire (docs/wire.md §5, §6.3).
  */
 
-/** Why an operation failed, for logs and metrics; never shown to the client. */
+/** Why a call failed, as the deprecation hit and the metrics record it; never shown to the client. */
 export type FailureReason =
+  /** The binding could not read a call from the request (routing, content type, envelope, parameters). */
+  | 'bad_request'
+  /** The call's values cannot be translated (an unknown product type, a bad window). */
   | 'client_input'
+  /** The call needs more upstream pages than one call may fetch. */
   | 'page_cap'
+  /** The upstream answered with its `<help>` error document. */
   | 'upstream_error'
+  /** The upstream answered with a status outside 2xx, or redirected too often. */
   | 'upstream_status'
   | 'upstream_timeout'
   | 'upstream_unreachable'
+  /** The upstream answered something that cannot be embedded (not XML, wrong root, pages that do not line up). */
   | 'upstream_invalid'
   /** The legacy client went away before its answer was ready; the upstream requests were cancelled. */
-  | 'client_closed';
+  | 'client_closed'
+  /** A defect: something threw that is none of the above. */
+  | 'internal';
+
+/** The base of every error a call can end in on purpose; anything else is a defect (`internal`). */
+export abstract class CallError extends Error {
+  abstract readonly reason: FailureReason;
+}
+
+export function failureReason(err: unknown): FailureReason {
+  return err instanceof CallError ? err.reason : 'internal';
+}
+
+// --- Translation -----------------------------------------------------------------------------------
 
 /**
- * The web method threw. Over SOAP: `soap:Server` and "Server was unable to process request. ---> …",
- * unless `clientFault` (the method threw a SoapException with the Client code: the caller's input is
- * wrong, the text stands alone). Over HTTP GET/POST: 500 text/plain with the chain.
+ * The call's values cannot be translated into upstream requests. `clientFault`: the caller's input is
+ * wrong (a SOAP Client fault, as if the web method threw a SoapException with the Client code).
  */
-export class OperationError extends Error {
-  readonly chain: readonly string[];
-  readonly reason: FailureReason;
+export class TranslationError extends CallError {
+  readonly reason: 'client_input' | 'page_cap';
   readonly clientFault: boolean;
+  readonly detail: TranslationDetail;
 
-  constructor(message: string, reason: FailureReason, options: { clientFault?: boolean; cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.name = 'OperationError';
-    this.chain = [message];
-    this.reason = reason;
-    this.clientFault = options.clientFault ?? false;
+  constructor(detail: TranslationDetail) {
+    super(translationText(detail));
+    this.name = 'TranslationError';
+    this.detail = detail;
+    this.reason = detail.code === 'window_page_cap' || detail.code === 'store_page_cap' ? 'page_cap' : 'client_input';
+    // A store too big to fetch whole is not the caller's mistake: they asked for nothing unreasonable.
+    this.clientFault = detail.code !== 'store_page_cap';
   }
 }
 
-/** An HTTP GET/POST request the ASMX HTTP protocol could not bind (missing parameter, bad int, …). */
-export class HttpBindingError extends Error {
-  readonly chain: readonly string[];
+// --- Upstream --------------------------------------------------------------------------------------
 
-  constructor(chain: readonly string[]) {
-    super(chain.join(' ---> '));
-    this.name = 'HttpBindingError';
-    this.chain = chain;
+/**
+ * What went wrong with the upstream, at the transport or document level. The outbound client never
+ * words these for the legacy client; src/messages.ts gives each code the text .NET would have shown.
+ */
+export type UpstreamFailure =
+  /** `<help><exception-message>` (secrets already redacted), with its status. */
+  | { readonly code: 'error_document'; readonly status: number; readonly message: string }
+  /** A status outside 2xx without an error document. */
+  | { readonly code: 'status'; readonly status: number }
+  | { readonly code: 'too_many_redirects' }
+  /** A connect, headers or body timeout, or the call's own deadline. */
+  | { readonly code: 'timeout' }
+  | { readonly code: 'unreachable' }
+  /** A kept-alive connection closed under the request, after the retries. */
+  | { readonly code: 'connection_closed' }
+  | { readonly code: 'too_large' }
+  | { readonly code: 'not_xml' }
+  | { readonly code: 'wrong_root'; readonly root: string; readonly expected: string }
+  | { readonly code: 'no_items'; readonly container: string }
+  | { readonly code: 'bad_total' }
+  /** A page that does not start where it was asked to, or is short before the last page. */
+  | { readonly code: 'misaligned_page'; readonly offset: number; readonly startResult: string | undefined; readonly items: number; readonly pageSize: number }
+  /** All pages of a list together hold a different number of items than the last one reports. */
+  | { readonly code: 'count_mismatch'; readonly items: number; readonly total: number };
+
+export type UpstreamFailureCode = UpstreamFailure['code'];
+
+const UPSTREAM_REASONS: Readonly<Record<UpstreamFailureCode, FailureReason>> = {
+  error_document: 'upstream_error',
+  status: 'upstream_status',
+  too_many_redirects: 'upstream_status',
+  timeout: 'upstream_timeout',
+  unreachable: 'upstream_unreachable',
+  connection_closed: 'upstream_unreachable',
+  too_large: 'upstream_invalid',
+  not_xml: 'upstream_invalid',
+  wrong_root: 'upstream_invalid',
+  no_items: 'upstream_invalid',
+  bad_total: 'upstream_invalid',
+  misaligned_page: 'upstream_invalid',
+  count_mismatch: 'upstream_invalid',
+};
+
+export class UpstreamError extends CallError {
+  readonly reason: FailureReason;
+  readonly failure: UpstreamFailure;
+
+  constructor(failure: UpstreamFailure, options: { cause?: unknown } = {}) {
+    super(upstreamText(failure), options);
+    this.name = 'UpstreamError';
+    this.failure = failure;
+    this.reason = failure.code === 'error_document' && (failure.status < 200 || failure.status > 299) ? 'upstream_status' : UPSTREAM_REASONS[failure.code];
+  }
+
+  get code(): UpstreamFailureCode {
+    return this.failure.code;
+  }
+
+  /** The upstream's HTTP status, where the failure is about one. */
+  get status(): number | null {
+    return 'status' in this.failure ? this.failure.status : null;
   }
 }
 
+/** The legacy client hung up; its upstream requests were cancelled and nobody reads the answer. */
+export class ClientClosedError extends CallError {
+  readonly reason = 'client_closed';
+
+  constructor() {
+    super('The client closed the connection.');
+    this.name = 'ClientClosedError';
+  }
+}
+
+// --- Bindings --------------------------------------------------------------------------------------
+
+export type SoapVersion = '1.1' | '1.2';
 export type SoapFaultCode = 'Client' | 'Server' | 'VersionMismatch';
 
 /**
  * A SOAP request refused before or while reading it. `status` 400 and 415 go out with an empty body;
- * 500 with the fault envelope. `version` is the SOAP version the fault is written in.
+ * 500 with the fault envelope. `version` is the SOAP version the fault is written in; `operation` the
+ * one routed to, when routing got that far.
  */
-export class SoapFault extends Error {
+export class SoapFault extends CallError {
+  readonly reason = 'bad_request';
   readonly code: SoapFaultCode;
   readonly chain: readonly string[];
   readonly status: 400 | 415 | 500;
   readonly version: SoapVersion;
+  readonly operation: OperationSpec | null;
 
-  constructor(code: SoapFaultCode, chain: readonly string[], version: SoapVersion, status: 400 | 415 | 500 = 500) {
+  constructor(code: SoapFaultCode, chain: readonly string[], version: SoapVersion, status: 400 | 415 | 500 = 500, operation: OperationSpec | null = null) {
     super(chain.join(' ---> '));
     this.name = 'SoapFault';
     this.code = code;
     this.chain = chain;
     this.status = status;
     this.version = version;
+    this.operation = operation;
   }
 }
 
-export type SoapVersion = '1.1' | '1.2';
+/** An HTTP GET/POST request the ASMX HTTP protocol could not bind (unknown method, missing parameter, bad int, …). */
+export class HttpBindingError extends CallError {
+  readonly reason = 'bad_request';
+  readonly chain: readonly string[];
+  readonly operation: OperationSpec | null;
 
-/** .NET Int32 parsing failures, as the XmlSerializer and the HTTP binder word them. */
-export const INT32_FORMAT = 'Input string was not in a correct format.';
-export const INT32_RANGE = 'Value was either too large or too small for an Int32.';
+  constructor(chain: readonly string[], operation: OperationSpec | null = null) {
+    super(chain.join(' ---> '));
+    this.name = 'HttpBindingError';
+    this.chain = chain;
+    this.operation = operation;
+  }
+}

@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, redactUrl, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
-import { buildApp } from './server.js';
+import { buildApp } from './server/app.js';
 
 /**
  * Entry point: configuration, the upstream (the embedded demo one when none is configured), the
@@ -26,10 +26,11 @@ export async function start(config: Config, logger: Logger): Promise<Running> {
     effective = { ...config, upstream: { ...config.upstream, baseUrl: demo.url, appKey: config.upstream.appKey ?? DEMO_APP_KEY } };
     logger.info({ event: 'demo_upstream', upstream: demo.url }, `No upstream configured: using the embedded demo upstream at ${demo.url}`);
   } else {
-    logger.info({ event: 'upstream', upstream: config.upstream.baseUrl }, `Upstream: ${config.upstream.baseUrl}`);
+    const upstream = redactUrl(config.upstream.baseUrl);
+    logger.info({ event: 'upstream', upstream }, `Upstream: ${upstream}`);
   }
 
-  const { fastify } = buildApp(effective, { logger });
+  const { fastify } = await buildApp(effective, { logger });
   const address = await fastify.listen({ host: config.server.host, port: config.server.port });
   logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${config.server.servicePath}`);
   return {

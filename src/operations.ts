@@ -1,64 +1,139 @@
+import { itemWindow, legacyPageWindow } from './translate/paging.js';
+import { present } from './translate/mapping.js';
+import { bindTranslator, type Plan, type Target, type TargetOf, type TranslateContext } from './translate/plan.js';
+
 /**
  * The one table of the legacy service: its five web methods, their parameters in declaration order,
- * and the replacement endpoint each one is answered from (legacy-interface.md §4, §9).
+ * the replacement endpoint each one is answered from, and the translator that turns a call into the
+ * upstream requests answering it (docs/wire.md §0, docs/upstream.md §2).
  *
- * Routing, SOAP and HTTP parameter binding, the WSDL, the help pages and the translators all read
- * this table; adding a parameter is one line here.
+ * Routing, SOAP and HTTP parameter binding, the WSDL, the help pages, the configuration schema (paging
+ * profiles) and the demo upstream all read these tables. A new operation is one row here, plus its
+ * endpoint in the demo upstream when it needs a new one (docs/architecture.md).
  */
+
+// --- The replacement endpoints ---------------------------------------------------------------------
+
+/**
+ * The `.cp` endpoints. A paged endpoint names its page parameters, the number of its first page and
+ * its largest page (docs/upstream.md §3, §11.1): the defaults of its profile in the configuration
+ * (`paging.profiles`, whose schema is built from this table). Only a paged endpoint can answer windows
+ * and whole lists.
+ */
+export const UPSTREAM_ENDPOINTS = {
+  '/product.search.cp': { paging: { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1, maxPageSize: 100 } },
+  '/product.searchForProductsOfStore.cp': { paging: { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0, maxPageSize: 256 } },
+  '/product.searchForProduct.cp': { paging: null },
+} as const satisfies Readonly<Record<string, { readonly paging: DefaultPaging | null }>>;
+
+interface DefaultPaging {
+  readonly pageParam: string;
+  readonly sizeParam: string;
+  readonly firstPage: 0 | 1;
+  readonly maxPageSize: number;
+}
+
+export type UpstreamPath = keyof typeof UPSTREAM_ENDPOINTS;
+export type PagedPath = { [P in UpstreamPath]: (typeof UPSTREAM_ENDPOINTS)[P]['paging'] extends null ? never : P }[UpstreamPath];
+
+export const PAGED_PATHS: readonly PagedPath[] = (Object.keys(UPSTREAM_ENDPOINTS) as UpstreamPath[]).filter(
+  (path): path is PagedPath => UPSTREAM_ENDPOINTS[path].paging !== null,
+);
+
+// --- Parameters ------------------------------------------------------------------------------------
 
 /** XSD type of a parameter. `int` parameters are required (minOccurs=1); `string` ones optional. */
 export type ParamType = 'string' | 'int';
 
-export interface ParamSpec {
-  readonly name: string;
-  readonly type: ParamType;
+export interface ParamSpec<N extends string = string, T extends ParamType = ParamType> {
+  readonly name: N;
+  readonly type: T;
 }
 
-export type UpstreamPath =
-  | '/product.search.cp'
-  | '/product.searchForProductsOfStore.cp'
-  | '/product.searchForProduct.cp';
+const str = <const N extends string>(name: N): ParamSpec<N, 'string'> => ({ name, type: 'string' });
+const int = <const N extends string>(name: N): ParamSpec<N, 'int'> => ({ name, type: 'int' });
 
-export type OperationName = 'StoreLookup' | 'StoreLookupPaged' | 'ProductLookup' | 'Search' | 'AdvancedSearch';
+/** A bound argument: `null` is an absent string (or xsi:nil); ints are always numbers (0 when absent). */
+export type ArgValue = string | number | null;
+type ArgOf<T extends ParamType> = T extends 'int' ? number : string | null;
 
-export interface OperationSpec {
-  readonly name: OperationName;
+/** The typed arguments of an operation with parameters `P`, as its translator reads them. */
+export type ArgsOf<P extends readonly ParamSpec[]> = { readonly [S in P[number] as S['name']]: ArgOf<S['type']> };
+
+/** Every legacy operation takes these (legacy interface: authentication and versioning). */
+type CommonParams = readonly [ParamSpec<'apiKey', 'string'>, ParamSpec<'version', 'string'>];
+
+// --- Operations ------------------------------------------------------------------------------------
+
+interface OperationShape {
   readonly params: readonly ParamSpec[];
-  /** The replacement request the deprecated operation maps onto. */
+  /** The replacement endpoint the deprecated operation maps onto. */
   readonly replacement: UpstreamPath;
   /** Migration note shown in the WSDL documentation and on the help pages. */
   readonly migrationNote: string;
+  /** The translator with its arguments read from the call as bound: call in, plan out, no I/O. */
+  readonly plan: (args: Readonly<Record<string, ArgValue>>, context: TranslateContext) => Plan;
 }
 
-const str = (name: string): ParamSpec => ({ name, type: 'string' });
-const int = (name: string): ParamSpec => ({ name, type: 'int' });
+export interface OperationSpec extends OperationShape {
+  readonly name: OperationName;
+}
 
-export const OPERATIONS: readonly OperationSpec[] = [
-  {
+interface OperationRow<N extends string, P extends readonly ParamSpec[], R extends UpstreamPath> {
+  readonly name: N;
+  readonly params: P;
+  readonly replacement: R;
+  readonly migrationNote?: string;
+  /** Only a paged replacement offers windows and whole lists: the type checker holds translators to that. */
+  readonly translate: (args: ArgsOf<P>, to: TargetOf<R>) => Plan;
+}
+
+/** A row of the table; `apiKey` and `version` must be among its parameters. */
+function operation<const N extends string, const P extends readonly ParamSpec[], const R extends UpstreamPath>(
+  row: OperationRow<N, P, R> & (ArgsOf<P> extends ArgsOf<CommonParams> ? unknown : { readonly missing: 'apiKey and version' }),
+): OperationShape & { readonly name: N } {
+  return {
+    name: row.name,
+    params: row.params,
+    replacement: row.replacement,
+    migrationNote: row.migrationNote ?? '',
+    plan: bindTranslator(row.params, row.replacement, row.translate),
+  };
+}
+
+const storeParams = (args: { readonly storeId: string | null; readonly productTypes: string | null }, to: Target) =>
+  [
+    ['storeId', present(args.storeId)],
+    ['merchandiseIds', to.merchandiseIds(args.productTypes)],
+  ] as const;
+
+/** In the service's method order (the order of the WSDL and of `legacy_calls_total` dashboards). */
+export const OPERATIONS = [
+  operation({
     name: 'StoreLookup',
     params: [str('storeId'), str('apiKey'), str('version'), str('productTypes')],
     replacement: '/product.searchForProductsOfStore.cp',
-    migrationNote: '',
-  },
-  {
+    translate: (args, to) => to.allPages(storeParams(args, to), to.paging.storeLookupPageSize),
+  }),
+  operation({
     name: 'StoreLookupPaged',
     params: [str('storeId'), str('apiKey'), str('version'), str('productTypes'), int('pageIndex'), int('pageSize')],
     replacement: '/product.searchForProductsOfStore.cp',
-    migrationNote: '',
-  },
-  {
+    translate: (args, to) => to.window(legacyPageWindow(args.pageIndex, args.pageSize, to.paging), storeParams(args, to)),
+  }),
+  operation({
     name: 'ProductLookup',
     params: [int('productNumber'), str('apiKey'), str('version')],
     replacement: '/product.searchForProduct.cp',
-    migrationNote: '',
-  },
-  {
+    translate: (args, to) => to.single([['productId', String(args.productNumber)]]),
+  }),
+  operation({
     name: 'Search',
     params: [str('query'), str('apiKey'), str('version')],
     replacement: '/product.search.cp',
-    migrationNote: '',
-  },
-  {
+    translate: (args, to) => to.single([['query', present(args.query)]]),
+  }),
+  operation({
     name: 'AdvancedSearch',
     params: [
       str('query'),
@@ -73,8 +148,21 @@ export const OPERATIONS: readonly OperationSpec[] = [
     replacement: '/product.search.cp',
     migrationNote:
       'Use page-based requesting instead of startResults and maxResults; parameter merchandiseIds replaces productTypes.',
-  },
-];
+    translate: (args, to) => {
+      const params = [
+        ['query', present(args.query)],
+        ['merchandiseIds', to.merchandiseIds(args.productTypes)],
+        ['maxProductsPerDesign', present(args.maxProductsPerDesign)],
+        ['sort', to.sort(args.sort)],
+      ] as const;
+      // Neither startResults nor maxResults: the upstream's own first page, as the caller asked for no window.
+      const window = itemWindow(args.startResults, args.maxResults, to.paging);
+      return window === null ? to.single(params) : to.window(window, params);
+    },
+  }),
+] as const;
+
+export type OperationName = (typeof OPERATIONS)[number]['name'];
 
 const byName = new Map<string, OperationSpec>(OPERATIONS.map((op) => [op.name, op]));
 const byLowerName = new Map<string, OperationSpec>(OPERATIONS.map((op) => [op.name.toLowerCase(), op]));
@@ -94,26 +182,21 @@ export function deprecationText(op: OperationSpec): string {
   return `Deprecated. Use ${op.replacement} instead.${note}`;
 }
 
-/** A bound argument: `null` is an absent string (or xsi:nil); ints are always numbers. */
-export type ArgValue = string | number | null;
+/** The SOAP action of an operation: `{ns}/{Op}`, without a second `/` when the namespace ends in one. */
+export function soapAction(namespace: string, op: OperationSpec): string {
+  return namespace.endsWith('/') ? `${namespace}${op.name}` : `${namespace}/${op.name}`;
+}
 
-/** One call of a legacy operation, whatever binding it came in on. */
+// --- Calls -----------------------------------------------------------------------------------------
+
+/** One call of a legacy operation, whatever binding it came in on; `args` holds every parameter. */
 export interface LegacyCall {
   readonly operation: OperationSpec;
   readonly args: Readonly<Record<string, ArgValue>>;
 }
 
-export function stringArg(call: LegacyCall, name: string): string | null {
-  const value = call.args[name];
-  return typeof value === 'string' ? value : null;
-}
-
-export function intArg(call: LegacyCall, name: string): number {
-  const value = call.args[name];
-  return typeof value === 'number' ? value : 0;
-}
-
-/** The SOAP action of an operation: `{ns}/{Op}`, without a second `/` when the namespace ends in one. */
-export function soapAction(namespace: string, op: OperationSpec): string {
-  return namespace.endsWith('/') ? `${namespace}${op.name}` : `${namespace}/${op.name}`;
+/** What every call says about its caller, for the deprecation hit. */
+export function callerOf(call: LegacyCall): { readonly apiKey: string | null; readonly version: string | null } {
+  const { apiKey, version } = call.args;
+  return { apiKey: typeof apiKey === 'string' ? apiKey : null, version: typeof version === 'string' ? version : null };
 }

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, type Json } from '../src/config.js';
+import { loadConfig, validateConfig, type Json } from '../src/config.js';
 
 /** Start-up refuses a bad configuration with a message that names the key and what is wrong. */
 
@@ -24,8 +26,29 @@ describe('configuration validation', () => {
     [{ paging: { storeLookupPageSize: 500 } }, 'paging.storeLookupPageSize must not exceed the maximum page size'],
     [{ mapping: { merchandise: { mug: 'Mug' } } }, 'mapping.merchandise.mug must be keyed by a non-negative merchandise id.'],
     [{ server: { servicePath: 'index.asmx' } }, 'server.servicePath must be one path segment'],
+    [{ upstrem: { baseUrl: 'http://upstream.example' } }, 'upstrem is not a configuration key (did you mean upstream?).'],
+    [{ upstream: { baseURL: 'http://upstream.example' } }, 'upstream.baseURL is not a configuration key (did you mean upstream.baseUrl?).'],
+    [{ log: { levle: 'debug' } }, 'log.levle is not a configuration key (did you mean log.level?).'],
+    [{ paging: { profiles: { '/product.search.cp': { pageSize: 'size' } } } }, 'paging.profiles./product.search.cp.pageSize is not a configuration key.'],
+    [{ paging: { profiles: { '/product.search': { maxPageSize: 50 } } } }, 'paging.profiles./product.search is not a configuration key.'],
   ])('%j is refused', (overrides, message) => {
     expect(attempt(overrides)).toThrow(`Invalid configuration: ${message}`);
+  });
+
+  it('accepts any key in the tables keyed by data', () => {
+    const config = loadConfig({}, { upstream: { apiKeyMode: 'map', apiKeyMap: { 'Legacy Key': 'app-key' } } });
+    expect(config.upstream.apiKeyMap).toEqual({ 'Legacy Key': 'app-key' });
+  });
+
+  it('never shows the credentials of a refused URL', () => {
+    expect(() => loadConfig({ UPSTREAM_URL: 'ftp://user:s3cret-pass@example.com/api' })).toThrow(
+      'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an http or https URL, got "ftp://***@example.com/api".',
+    );
+  });
+
+  it('ships config/default.json equal to the defaults of the schema', () => {
+    const shipped = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'config', 'default.json'), 'utf8')) as Json;
+    expect(shipped).toEqual(validateConfig({}));
   });
 
   it('normalises sort table keys the way legacy values are read', () => {

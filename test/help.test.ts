@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from '../src/inbound/help.js';
+import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from '../src/inbound/description/help.js';
 import { OPERATIONS, type OperationSpec } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../src/xml/tree.js';

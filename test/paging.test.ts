@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LegacyCall } from '../src/operations.js';
 import { findOperation } from '../src/operations.js';
-import { createProxy } from '../src/proxy.js';
+import { createCallAnswerer } from '../src/call.js';
 import { planPages } from '../src/translate/paging.js';
 import { attribute } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
@@ -73,7 +73,7 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
       fc.asyncProperty(fc.nat(400), fc.nat(300), fc.integer({ min: 1, max: 120 }), fc.integer({ min: 0, max: 500 }), async (start, max, maxPageSize, total) => {
         const config = testConfig({ paging: { profiles: { '/product.search.cp': { maxPageSize } } }, upstream: { maxPagesPerCall: 10_000 } });
         const upstream = pagedUpstream(total, profile);
-        const result = await createProxy(config).answer(advancedSearchCall(String(start), String(max)), upstream);
+        const result = await createCallAnswerer(config)(advancedSearchCall(String(start), String(max)), upstream);
         const expected = range(start, Math.min(total, start + max));
         expect(itemIds(result)).toEqual(expected);
         expect(attribute(result, 'startResult')).toBe(String(start));
@@ -87,7 +87,7 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
 
   it('asks for pages the way the endpoint counts them', async () => {
     const upstream = pagedUpstream(1000, profile);
-    await createProxy(testConfig()).answer(advancedSearchCall('150', '150'), upstream);
+    await createCallAnswerer(testConfig())(advancedSearchCall('150', '150'), upstream);
     expect(upstream.requests.map((r) => r.params.filter(([k]) => k === 'pageNumber' || k === 'resultsPerPage'))).toEqual([
       [['pageNumber', '3'], ['resultsPerPage', '75']],
       [['pageNumber', '4'], ['resultsPerPage', '75']],
@@ -97,25 +97,25 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
   it('reads startResults as a page index when so configured', async () => {
     const config = testConfig({ paging: { startResults: 'page' } });
     const upstream = pagedUpstream(1000, profile);
-    const result = await createProxy(config).answer(advancedSearchCall('2', '20'), upstream);
+    const result = await createCallAnswerer(config)(advancedSearchCall('2', '20'), upstream);
     expect(itemIds(result)).toEqual(range(40, 60));
     expect(upstream.requests).toHaveLength(1);
   });
 
   it('leaves paging to the upstream when neither startResults nor maxResults is given', async () => {
     const upstream = pagedUpstream(1000, profile);
-    await createProxy(testConfig()).answer(advancedSearchCall(null, ''), upstream);
+    await createCallAnswerer(testConfig())(advancedSearchCall(null, ''), upstream);
     expect(upstream.requests[0]?.params.map(([k]) => k)).toEqual(['v', 'appKey', 'query']);
   });
 
   it('refuses a window that needs more pages than one call may fetch', async () => {
     const config = testConfig({ upstream: { maxPagesPerCall: 3 } });
-    const call = createProxy(config).answer(advancedSearchCall('0', '1000'), pagedUpstream(5000, profile));
+    const call = createCallAnswerer(config)(advancedSearchCall('0', '1000'), pagedUpstream(5000, profile));
     await expect(call).rejects.toMatchObject({ reason: 'page_cap', clientFault: true });
   });
 
   it.each(['abc', '-1', '1.5', '99999999999'])('refuses startResults %j with a clear client error', async (value) => {
-    const call = createProxy(testConfig()).answer(advancedSearchCall(value, '10'), pagedUpstream(10, profile));
+    const call = createCallAnswerer(testConfig())(advancedSearchCall(value, '10'), pagedUpstream(10, profile));
     await expect(call).rejects.toThrow(`Invalid value '${value}' for startResults: expected a whole number from 0 to 999999999.`);
   });
 });
@@ -129,7 +129,7 @@ describe('StoreLookupPaged', () => {
 
   it('fetches exactly the page named, legacy base 0', async () => {
     const upstream = pagedUpstream(1000, profile);
-    const result = await createProxy(testConfig()).answer(call(3, 25), upstream);
+    const result = await createCallAnswerer(testConfig())(call(3, 25), upstream);
     expect(itemIds(result)).toEqual(range(75, 100));
     expect(upstream.requests).toHaveLength(1);
     expect(upstream.requests[0]?.params).toContainEqual(['page', '3']);
@@ -138,13 +138,13 @@ describe('StoreLookupPaged', () => {
 
   it('counts pageIndex from 1 when so configured', async () => {
     const upstream = pagedUpstream(1000, profile);
-    const result = await createProxy(testConfig({ paging: { legacyPageIndexBase: 1 } })).answer(call(1, 10), upstream);
+    const result = await createCallAnswerer(testConfig({ paging: { legacyPageIndexBase: 1 } }))(call(1, 10), upstream);
     expect(itemIds(result)).toEqual(range(0, 10));
   });
 
   it('covers a page larger than the profile maximum with several upstream pages', async () => {
     const upstream = pagedUpstream(2000, profile);
-    const result = await createProxy(testConfig()).answer(call(1, 300), upstream);
+    const result = await createCallAnswerer(testConfig())(call(1, 300), upstream);
     expect(itemIds(result)).toEqual(range(300, 600));
     expect(upstream.requests).toHaveLength(bruteForceMinimum(300, 300, 256));
   });
@@ -153,7 +153,7 @@ describe('StoreLookupPaged', () => {
     [-1, 10, 'pageIndex must be 0 or greater; got -1.'],
     [0, 0, 'pageSize must be 1 or greater; got 0.'],
   ])('refuses pageIndex %i, pageSize %i', async (pageIndex, pageSize, message) => {
-    await expect(createProxy(testConfig()).answer(call(pageIndex, pageSize), pagedUpstream(10, profile))).rejects.toThrow(message);
+    await expect(createCallAnswerer(testConfig())(call(pageIndex, pageSize), pagedUpstream(10, profile))).rejects.toThrow(message);
   });
 });
 
@@ -163,7 +163,7 @@ describe('StoreLookup', () => {
 
   it.each([0, 1, 255, 256, 257, 700])('returns all %i items of the store in order', async (total) => {
     const upstream = pagedUpstream(total, profile);
-    const result = await createProxy(testConfig()).answer(call, upstream);
+    const result = await createCallAnswerer(testConfig())(call, upstream);
     expect(itemIds(result)).toEqual(range(0, total));
     expect(attribute(result, 'resultLength')).toBe(String(total));
     expect(attribute(result, 'startResult')).toBe('0');
@@ -184,14 +184,14 @@ describe('StoreLookup', () => {
         return inner.fetch(request);
       },
     };
-    const result = await createProxy(config).answer(call, upstream);
+    const result = await createCallAnswerer(config)(call, upstream);
     expect(itemIds(result)).toHaveLength(256 * 8);
     expect(peak).toBe(2);
   });
 
   it('answers a clear fault past the page cap instead of a truncated result', async () => {
     const config = testConfig({ upstream: { maxPagesPerCall: 2 } });
-    await expect(createProxy(config).answer(call, pagedUpstream(256 * 2 + 1, profile))).rejects.toThrow(
+    await expect(createCallAnswerer(config)(call, pagedUpstream(256 * 2 + 1, profile))).rejects.toThrow(
       'The store has 513 designs, which take 3 upstream pages of 256; one StoreLookup fetches at most 2 pages. Use StoreLookupPaged.',
     );
   });

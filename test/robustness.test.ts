@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, type Json } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { findOperation } from '../src/operations.js';
-import { createProxy } from '../src/proxy.js';
-import { buildApp, type App } from '../src/server.js';
+import { createCallAnswerer } from '../src/call.js';
+import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
 import { testConfig } from './support/config.js';
 import { SEARCH_PAGES, STORE_PAGES, pageDocument, pagedUpstream } from './support/pages.js';
@@ -54,7 +54,7 @@ async function upstream(handler: Handler): Promise<Upstream> {
 
 async function proxyTo(upstreamUrl: string, overrides: Json = {}): Promise<string> {
   const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: upstreamUrl, appKey: 'k' } }, overrides);
-  const app: App = buildApp(config, { logger: pino({ level: 'silent' }) });
+  const app: App = await buildApp(config, { logger: pino({ level: 'silent' }) });
   const address = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
   cleanups.push(() => app.fastify.close());
   return address;
@@ -122,7 +122,7 @@ describe('cancellation', () => {
       },
     };
     const call = { operation: findOperation('AdvancedSearch')!, args: { query: 'x', startResults: '0', maxResults: '1000' } };
-    await expect(createProxy(config).answer(call, failing)).rejects.toThrow('first page failed');
+    await expect(createCallAnswerer(config)(call, failing)).rejects.toThrow('first page failed');
     expect(started).toBeLessThanOrEqual(2);
   });
 });
@@ -162,7 +162,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         return parseXml(pageDocument(300, new Map([...params, ['pageSize', '50']]), STORE_PAGES).replace(`startResult="${page * 50}"`, `startResult="${page * 256}"`));
       },
     };
-    await expect(createProxy(testConfig()).answer({ operation: store, args: { storeId: 's' } }, capped)).rejects.toMatchObject({
+    await expect(createCallAnswerer(testConfig())({ operation: store, args: { storeId: 's' } }, capped)).rejects.toMatchObject({
       reason: 'upstream_invalid',
       message: 'The upstream page at item 0 has startResult 0 and 50 items of 256.',
     });
@@ -175,7 +175,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         return parseXml(pageDocument(total++, new Map(request.params), STORE_PAGES));
       },
     };
-    const result = await createProxy(testConfig({ upstream: { maxConcurrentPages: 1 } })).answer({ operation: store, args: { storeId: 's' } }, growing);
+    const result = await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing);
     expect(result.attributes.find((a) => a.name === 'resultLength')?.value).toBe('602');
   });
 
@@ -186,7 +186,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
       },
     };
     const call = { operation: findOperation('AdvancedSearch')!, args: { startResults: '300', maxResults: '10' } };
-    await expect(createProxy(testConfig()).answer(call, shifted)).rejects.toMatchObject({ reason: 'upstream_invalid' });
+    await expect(createCallAnswerer(testConfig())(call, shifted)).rejects.toMatchObject({ reason: 'upstream_invalid' });
   });
 });
 

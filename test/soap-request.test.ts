@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SoapFault } from '../src/errors.js';
-import { readSoapRequest, type SoapRequest } from '../src/inbound/soap-request.js';
-import { faultEnvelope, successEnvelope } from '../src/inbound/soap-response.js';
+import { readSoapRequest, type SoapRequest } from '../src/inbound/soap/read.js';
+import { faultEnvelope, successEnvelope } from '../src/inbound/soap/write.js';
 import { findOperation } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 

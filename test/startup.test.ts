@@ -81,11 +81,25 @@ describe('npm start', () => {
     expect(exit.code).toBe(0);
   });
 
+  it('never prints the credentials in UPSTREAM_URL', async () => {
+    const exit = await run({ UPSTREAM_URL: 'http://user:s3cret-pass@127.0.0.1:9/api' }, async (lines, kill) => {
+      const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+      expect(first).toMatchObject({ event: 'upstream', upstream: 'http://***@127.0.0.1:9/api', msg: 'Upstream: http://***@127.0.0.1:9/api' });
+      await nextEvent(lines, 'listening');
+      kill();
+    });
+    expect(exit.code).toBe(0);
+    expect(`${exit.stdout.join('\n')}\n${exit.stderr}`).not.toContain('s3cret-pass');
+  });
+
   it.each([
     [{ PORT: 'eighty' }, 'Invalid configuration: PORT must be a whole number, got "eighty".'],
-    [{ PORT: '70000' }, 'Invalid configuration: server.port must be a whole number from 0 to 65535, got 70000.'],
-    [{ UPSTREAM_URL: 'ftp://example.com' }, 'Invalid configuration: upstream.baseUrl must be an http or https URL, got "ftp://example.com".'],
-    [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: log.level must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud".'],
+    [{ PORT: '70000' }, 'Invalid configuration: PORT (server.port) must be a whole number from 0 to 65535, got 70000.'],
+    [{ PORT: '' }, 'Invalid configuration: PORT is set but empty; unset it or give it a value.'],
+    [{ UPSTREAM_URL: 'ftp://example.com' }, 'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an http or https URL, got "ftp://example.com".'],
+    [{ UPSTREAM_URL: '' }, 'Invalid configuration: UPSTREAM_URL is set but empty; unset it or give it a value.'],
+    [{ UPSTREAM_URL: '  ' }, 'Invalid configuration: UPSTREAM_URL is set but empty; unset it or give it a value.'],
+    [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL (log.level) must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud".'],
     [{ CONFIG_FILE: '/nonexistent/proxy.json' }, 'Invalid configuration: CONFIG_FILE names a file that cannot be read (/nonexistent/proxy.json: ENOENT).'],
   ])('refuses %j with a message naming the key', async (env, message) => {
     const exit = await run(env);
@@ -101,5 +115,14 @@ describe('npm start', () => {
     expect(exit.stderr.trim()).toBe(
       'Invalid configuration: paging.profiles./product.search.cp.maxPageSize must be a whole number from 1 to 100000, got 0.',
     );
+  });
+
+  it('refuses a misspelt key in CONFIG_FILE, naming it and the key meant', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-config-')), 'proxy.json');
+    writeFileSync(file, JSON.stringify({ upstream: { baseURL: 'http://127.0.0.1:9/api' } }));
+    const exit = await run({ CONFIG_FILE: file });
+    expect(exit.code).toBe(1);
+    expect(exit.stderr.trim()).toBe('Invalid configuration: upstream.baseURL is not a configuration key (did you mean upstream.baseUrl?).');
+    expect(exit.stdout).toEqual([]);
   });
 });

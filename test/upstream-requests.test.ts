@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { buildApp, type App } from '../src/server.js';
+import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute } from '../src/xml/tree.js';
 import { itemIds, range, recordingUpstream, type RecordingUpstream } from './support/pages.js';
@@ -19,7 +19,7 @@ let base: string;
 beforeAll(async () => {
   upstream = await recordingUpstream(TOTAL);
   const config = loadConfig({ UPSTREAM_URL: `${upstream.url}/v3` }, { log: { level: 'silent' } });
-  app = buildApp(config, { logger: pino({ level: 'silent' }) });
+  app = await buildApp(config, { logger: pino({ level: 'silent' }) });
   base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
 });
 

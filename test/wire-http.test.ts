@@ -1,7 +1,7 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config.js';
-import { renderWsdl } from '../src/inbound/wsdl.js';
+import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import type { Running } from '../src/main.js';
 import { testService } from './support/config.js';
 import { startProxy } from './support/proxy.js';

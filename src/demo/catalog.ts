@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
  *
  * Its shape is chosen to exercise the proxy: stores of very different sizes (one needs several store
  * pages, one holds a handful of designs), text with `&`, `'`, `"` and `<` for the double-escaping
- * quirk, and merchandise ids and captions taken from the configured table (cp-upstream.md §9).
+ * quirk, and merchandise ids and captions taken from the configured table (docs/upstream.md §9).
  */
 
 export interface Store {

@@ -1,17 +1,18 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config, PagingProfile } from '../config.js';
+import type { UpstreamPath } from '../operations.js';
 import { escapeAttribute, escapeText } from '../xml/write.js';
 import { catalogOptions, generateCatalog, type Catalog, type Design, type Product } from './catalog.js';
 
 /**
- * The embedded demo upstream: an emulator of the three `.cp` endpoints (cp-upstream.md) over the
+ * The embedded demo upstream: an emulator of the three `.cp` endpoints (docs/upstream.md) over the
  * generated sample catalog, started on loopback when no real upstream is configured.
  *
  * It answers the way the contract describes the real service, quirks included: `searchResultSet`
  * documents without an XML declaration, `<help>` documents with status 400 for bad input, and the
  * Mashery gateway's 403 for a missing key. Where the contract lists unknowns it follows the product
- * decisions of cp-upstream.md §11 and the paging profiles of the configuration.
+ * decisions of docs/upstream.md §11 and the paging profiles of the configuration.
  */
 
 export interface DemoUpstream {
@@ -75,7 +76,7 @@ class DemoError extends Error {
 
 const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';
 
-/** What the Mashery gateway answers for a call without a key (cp-upstream.md §7.2). */
+/** What the Mashery gateway answers for a call without a key (docs/upstream.md §7.2). */
 const DEVELOPER_INACTIVE: Reply = {
   status: 403,
   headers: { 'Content-Type': 'text/xml', 'X-Mashery-Error-Code': 'ERR_403_DEVELOPER_INACTIVE' },
@@ -239,7 +240,7 @@ type ProductFilter = (product: Product) => boolean;
 
 /**
  * `merchandiseIds`, comma-separated and/or repeated. Non-negative ids keep only those types; if any
- * id is negative the positive ones are ignored and the negated types are left out (cp-upstream.md §4),
+ * id is negative the positive ones are ignored and the negated types are left out (docs/upstream.md §4),
  * so `-999` keeps everything.
  */
 function merchandiseFilter(params: URLSearchParams): ProductFilter {
@@ -379,9 +380,10 @@ interface Endpoint {
   answer(params: URLSearchParams): ResultSet;
 }
 
-/** The default page size of the only parameterless capture (cp-upstream.md §2.1). */
+/** The default page size of the only parameterless capture (docs/upstream.md §2.1). */
 const DEFAULT_SEARCH_PAGE_SIZE = 60;
 
+/** Keyed by every upstream path of the operations table: a new endpoint there is a type error here until it is emulated. */
 function createEndpoints(config: Config, index: CatalogIndex): ReadonlyMap<string, Endpoint> {
   const version = `v (required, ${config.upstream.version}), appKey (required)`;
   const filterDoc = 'merchandiseIds (comma-separated; any negative id excludes instead)';
@@ -389,68 +391,60 @@ function createEndpoints(config: Config, index: CatalogIndex): ReadonlyMap<strin
   const searchPageSize = Math.min(DEFAULT_SEARCH_PAGE_SIZE, search.maxPageSize);
   const store = config.paging.profiles['/product.searchForProductsOfStore.cp'];
 
-  return new Map<string, Endpoint>([
-    [
-      '/product.search.cp',
-      {
-        documentation:
-          'product.search.cp: Search for products among all merchandise types matching the given criteria. ' +
-          `Parameters: ${version}, query, ${pagingDoc(search, searchPageSize)}, ` +
-          `maxProductsPerDesign (default ${DEFAULT_MAX_PRODUCTS_PER_DESIGN}), sort (${SORTS.join(' or ')}), ${filterDoc}.`,
-        answer: (params) => {
-          const query = params.get('query') ?? '';
-          const queryWords = searchWords(query);
-          const sort = sortParam(params);
-          const window = pageWindow(params, search, searchPageSize);
-          const maxProducts = maxProductsParam(params);
-          const filter = merchandiseFilter(params);
-          const candidates = (sort === 'by_date_desc' ? index.byDate : index.byScore).filter(({ words }) =>
-            queryWords.every((word) => words.has(word)),
-          );
-          const matches = matchDesigns(candidates, filter, maxProducts);
-          return { matches, window, sort, searchString: query, subtopics: subtopics(matches, queryWords) };
-        },
+  const endpoints: Readonly<Record<UpstreamPath, Endpoint>> = {
+    '/product.search.cp': {
+      documentation:
+        'product.search.cp: Search for products among all merchandise types matching the given criteria. ' +
+        `Parameters: ${version}, query, ${pagingDoc(search, searchPageSize)}, ` +
+        `maxProductsPerDesign (default ${DEFAULT_MAX_PRODUCTS_PER_DESIGN}), sort (${SORTS.join(' or ')}), ${filterDoc}.`,
+      answer: (params) => {
+        const query = params.get('query') ?? '';
+        const queryWords = searchWords(query);
+        const sort = sortParam(params);
+        const window = pageWindow(params, search, searchPageSize);
+        const maxProducts = maxProductsParam(params);
+        const filter = merchandiseFilter(params);
+        const candidates = (sort === 'by_date_desc' ? index.byDate : index.byScore).filter(({ words }) =>
+          queryWords.every((word) => words.has(word)),
+        );
+        const matches = matchDesigns(candidates, filter, maxProducts);
+        return { matches, window, sort, searchString: query, subtopics: subtopics(matches, queryWords) };
       },
-    ],
-    [
-      '/product.searchForProductsOfStore.cp',
-      {
-        documentation:
-          'product.searchForProductsOfStore.cp: Product search data for the designs of one store, newest first, ' +
-          `every product of each design. Parameters: ${version}, storeId (required), ${filterDoc}, ` +
-          `${pagingDoc(store, store.maxPageSize)}.`,
-        answer: (params) => {
-          const storeId = required(params, 'storeId');
-          const window = pageWindow(params, store, store.maxPageSize);
-          const filter = merchandiseFilter(params);
-          const designs = index.storeDesigns.get(storeId.toLowerCase());
-          if (designs === undefined) throw new DemoError(400, `Store ${quote(storeId)} was not found.`);
-          const matches = matchDesigns(designs, filter, Number.POSITIVE_INFINITY);
-          return { matches, window, sort: 'by_date_desc', searchString: '', subtopics: subtopics(matches, []) };
-        },
+    },
+    '/product.searchForProductsOfStore.cp': {
+      documentation:
+        'product.searchForProductsOfStore.cp: Product search data for the designs of one store, newest first, ' +
+        `every product of each design. Parameters: ${version}, storeId (required), ${filterDoc}, ` +
+        `${pagingDoc(store, store.maxPageSize)}.`,
+      answer: (params) => {
+        const storeId = required(params, 'storeId');
+        const window = pageWindow(params, store, store.maxPageSize);
+        const filter = merchandiseFilter(params);
+        const designs = index.storeDesigns.get(storeId.toLowerCase());
+        if (designs === undefined) throw new DemoError(400, `Store ${quote(storeId)} was not found.`);
+        const matches = matchDesigns(designs, filter, Number.POSITIVE_INFINITY);
+        return { matches, window, sort: 'by_date_desc', searchString: '', subtopics: subtopics(matches, []) };
       },
-    ],
-    [
-      '/product.searchForProduct.cp',
-      {
-        documentation: `product.searchForProduct.cp: Product search data for one product. Parameters: ${version}, productId (required, integer).`,
-        answer: (params) => {
-          const raw = required(params, 'productId');
-          const productId = parseInteger(raw);
-          if (productId === undefined) throw new DemoError(400, `Invalid productId value ${quote(raw)}. Expected an integer.`);
-          const found = index.products.get(productId);
-          const matches = found ? [{ design: found.design, products: [found.product] }] : [];
-          return {
-            matches,
-            window: { offset: 0, size: 1 },
-            sort: 'by_score_desc',
-            searchString: '',
-            subtopics: subtopics(matches, []),
-          };
-        },
+    },
+    '/product.searchForProduct.cp': {
+      documentation: `product.searchForProduct.cp: Product search data for one product. Parameters: ${version}, productId (required, integer).`,
+      answer: (params) => {
+        const raw = required(params, 'productId');
+        const productId = parseInteger(raw);
+        if (productId === undefined) throw new DemoError(400, `Invalid productId value ${quote(raw)}. Expected an integer.`);
+        const found = index.products.get(productId);
+        const matches = found ? [{ design: found.design, products: [found.product] }] : [];
+        return {
+          matches,
+          window: { offset: 0, size: 1 },
+          sort: 'by_score_desc',
+          searchString: '',
+          subtopics: subtopics(matches, []),
+        };
       },
-    ],
-  ]);
+    },
+  };
+  return new Map(Object.entries(endpoints));
 }
 
 function pagingDoc(profile: PagingProfile, defaultSize: number): string {
@@ -488,7 +482,7 @@ function textLine(depth: number, name: string, text: string): string {
 
 /**
  * The upstream stores its text HTML-escaped and its XML writer escapes it again, so `&` reaches the
- * wire as `&amp;amp;` and `'` as `&amp;apos;` (cp-upstream.md §5). This is the first of the two
+ * wire as `&amp;amp;` and `'` as `&amp;apos;` (docs/upstream.md §5). This is the first of the two
  * escapes; the writer adds the second. URLs and merchandise captions are escaped once only, as in
  * the captured response.
  */
@@ -561,7 +555,7 @@ function productBlock(design: Design, product: Product): string[] {
     ['sellerDescription', storedText(product.sellerDescription)],
     ['storeName', storedText(design.store.name)],
     ['storeUrl', storeUrl],
-    // A design outside any section: empty name, and the section URL is the store's (cp-upstream.md §5).
+    // A design outside any section: empty name, and the section URL is the store's (docs/upstream.md §5).
     ['parentSectionName', storedText(design.section?.name ?? '')],
     ['parentSectionUrl', design.section ? `${storeUrl}/${design.section.id}` : storeUrl],
   ];

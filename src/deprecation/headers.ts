@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 
 /**
  * Deprecation (RFC 9745), Sunset (RFC 8594) and Link headers, sent on every answer from the legacy
- * service path (asmx-wire.md §9). Computed once from the configuration.
+ * service path (docs/wire.md §9). Computed once from the configuration.
  */
 export function deprecationHeaders(deprecation: Config['deprecation']): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {

@@ -1,24 +1,27 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { UpstreamOutcome } from '../outbound/client.js';
+import type { FailureReason } from '../errors.js';
+import type { BindingName } from '../inbound/binding.js';
+import type { OperationName, UpstreamPath } from '../operations.js';
+import type { UpstreamOutcome } from '../outbound/upstream.js';
 
 /**
  * Every legacy call is a deprecation hit: one structured log event with a stable schema for the ops
  * dashboards, and Prometheus metrics. Keys never appear here: callers are named by a fingerprint.
  */
 
-export type Binding = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
-
 export interface DeprecationHit {
-  readonly operation: string;
-  readonly binding: Binding;
+  /** `unknown` when the request never named an operation that exists. */
+  readonly operation: OperationName | 'unknown';
+  readonly binding: BindingName;
   /** `sha256:`/`hmac:` + 12 hex digits of the apiKey, or `anonymous`. */
   readonly client: string;
   readonly legacyVersion: string | null;
-  readonly replacement: string;
+  /** The replacement endpoint; empty when no operation was named. */
+  readonly replacement: UpstreamPath | '';
   readonly outcome: 'ok' | 'fault';
-  readonly reason: string | null;
+  readonly reason: FailureReason | null;
   readonly status: number;
   readonly durationMs: number;
   readonly upstreamRequests: number;

@@ -1,8 +1,9 @@
-import type { Binding } from '../deprecation/hits.js';
-import type { LegacyCall } from '../operations.js';
-import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage } from './text-response.js';
+import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage } from './aspnet/error-page.js';
 
-/** What a handler decided to send; written in one place so nothing half-written goes out. */
+/**
+ * An answer: what goes back to the legacy client for one request, decided whole before anything is
+ * written, so that nothing half-written goes out.
+ */
 export interface Answer {
   readonly status: number;
   readonly contentType: string;
@@ -10,19 +11,8 @@ export interface Answer {
   readonly cacheControl: string;
 }
 
-/** One legacy call answered, with what the deprecation hit records about it. */
-export interface CallOutcome {
-  readonly binding: Binding;
-  readonly answer: Answer;
-  /** The operation called, or `unknown` when the request never named one that exists. */
-  readonly operation: string;
-  readonly call: LegacyCall | null;
-  /** `null` for a success; else why it failed (a FailureReason, or `bad_request`). */
-  readonly failure: string | null;
-}
-
 export const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';
-/** ASMX's Cache-Control on answers (asmx-wire.md §4); errors clear it to `private` (§5.2). */
+/** ASMX's Cache-Control on answers (docs/wire.md §4); errors clear it to `private` (§5.2). */
 export const CACHE_SUCCESS = 'private, max-age=0';
 export const CACHE_ERROR = 'private';
 
@@ -34,12 +24,15 @@ export function htmlAnswer(body: string): Answer {
   return { status: 200, contentType: HTML_CONTENT_TYPE, body, cacheControl: CACHE_SUCCESS };
 }
 
-/** The HTTP GET/POST and discovery error form (asmx-wire.md §6.3). */
+/** The HTTP GET/POST and discovery error form (docs/wire.md §6.3). */
 export function textError(chain: readonly string[]): Answer {
   return { status: 500, contentType: TEXT_CONTENT_TYPE, body: httpErrorBody(chain), cacheControl: CACHE_ERROR };
 }
 
-/** The ASP.NET error page for a request no protocol accepts (asmx-wire.md §1). */
+/** The ASP.NET error page for a request no protocol accepts (docs/wire.md §1). */
 export function errorPage(status: number, message: string): Answer {
   return { status, contentType: HTML_CONTENT_TYPE, body: runtimeErrorPage(message), cacheControl: CACHE_ERROR };
 }
+
+/** Outside the service path: IIS's own plain 404. */
+export const NOT_FOUND: Answer = { status: 404, contentType: TEXT_CONTENT_TYPE, body: 'Not Found\r\n', cacheControl: CACHE_ERROR };

@@ -1,4 +1,4 @@
-import { OperationError } from '../errors.js';
+import { UpstreamError } from '../errors.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
 import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
 
@@ -14,7 +14,7 @@ const ITEMS_CONTAINER = 'mainResults';
 export function itemsOf(page: XmlElement): XmlElement[] {
   const container = childElements(page).find((child) => child.local === ITEMS_CONTAINER);
   if (!container) {
-    throw new OperationError(`The upstream answer has no ${ITEMS_CONTAINER} element.`, 'upstream_invalid');
+    throw new UpstreamError({ code: 'no_items', container: ITEMS_CONTAINER });
   }
   return childElements(container);
 }
@@ -23,7 +23,7 @@ export function itemsOf(page: XmlElement): XmlElement[] {
 export function totalItems(page: XmlElement): number {
   const total = Number(attribute(page, 'totalDesigns'));
   if (!Number.isSafeInteger(total) || total < 0) {
-    throw new OperationError('The upstream answer has no valid totalDesigns attribute.', 'upstream_invalid');
+    throw new UpstreamError({ code: 'bad_total' });
   }
   return total;
 }
@@ -42,7 +42,7 @@ export function assembleAll(pages: readonly XmlElement[], pageSize: number): Xml
   const items = consistentItems(pages, 0, pageSize);
   const total = totalItems(pages[pages.length - 1] ?? firstOf(pages));
   if (items.length !== total) {
-    throw new OperationError(`The upstream pages hold ${items.length} items, but report ${total}.`, 'upstream_invalid');
+    throw new UpstreamError({ code: 'count_mismatch', items: items.length, total });
   }
   return withItems(firstOf(pages), items, 0);
 }
@@ -60,10 +60,7 @@ function consistentItems(pages: readonly XmlElement[], firstPage: number, pageSi
     const last = index === pages.length - 1;
     const fits = last ? items.length <= pageSize : items.length === pageSize || offset + items.length >= totalItems(page);
     if ((start !== undefined && Number(start) !== offset) || !fits) {
-      throw new OperationError(
-        `The upstream page at item ${offset} has startResult ${start ?? '(none)'} and ${items.length} items of ${pageSize}.`,
-        'upstream_invalid',
-      );
+      throw new UpstreamError({ code: 'misaligned_page', offset, startResult: start, items: items.length, pageSize });
     }
     return items;
   });

@@ -1,8 +1,8 @@
-import { OperationError } from '../errors.js';
+import { TranslationError } from '../errors.js';
 import type { Config } from '../config.js';
 
 /**
- * The parameter mappings of cp-upstream.md §11: productTypes → merchandiseIds, legacy sort → sort,
+ * The parameter mappings of docs/upstream.md §11: productTypes → merchandiseIds, legacy sort → sort,
  * apiKey → appKey. Pure functions of the value and the configuration.
  */
 
@@ -42,11 +42,7 @@ export function merchandiseIds(productTypes: string | null, captions: CaptionInd
     for (const token of part.split(/\s+/)) {
       const id = /^[-+]?\d+$/.test(token) ? normalizeId(token) : lookupCaption(token, captions);
       if (id === undefined) {
-        throw new OperationError(
-          `Unknown product type '${part}'. Use merchandise ids or product type names such as 'Mug' or 'White T-Shirt'.`,
-          'client_input',
-          { clientFault: true },
-        );
+        throw new TranslationError({ code: 'unknown_product_type', productType: part });
       }
       ids.push(id);
     }
@@ -87,7 +83,7 @@ export function upstreamAppKey(apiKey: string | null, upstream: Config['upstream
     case 'map': {
       const mapped = key === null ? undefined : own(upstream.apiKeyMap, key);
       // Never echo the key: it would end up in faults and logs.
-      if (mapped === undefined) throw new OperationError('The apiKey is not recognized.', 'client_input', { clientFault: true });
+      if (mapped === undefined) throw new TranslationError({ code: 'unknown_api_key' });
       return mapped;
     }
   }
@@ -96,18 +92,4 @@ export function upstreamAppKey(apiKey: string | null, upstream: Config['upstream
 /** A table entry, never one inherited from Object.prototype (`constructor`, `hasOwnProperty`, …). */
 function own(table: Readonly<Record<string, string>>, key: string): string | undefined {
   return Object.hasOwn(table, key) ? table[key] : undefined;
-}
-
-/** A legacy paging value: a whole number ≥ 0, written the way a form sends it. */
-export function nonNegativeInteger(name: string, value: string | null): number | null {
-  const text = present(value);
-  if (text === null) return null;
-  if (!/^\s*\+?\d{1,9}\s*$/.test(text)) {
-    throw new OperationError(
-      `Invalid value '${text}' for ${name}: expected a whole number from 0 to 999999999.`,
-      'client_input',
-      { clientFault: true },
-    );
-  }
-  return Number(text);
 }

@@ -1,3 +1,7 @@
+import type { Config } from '../config.js';
+import { TranslationError } from '../errors.js';
+import { present } from './mapping.js';
+
 /**
  * Paging arithmetic: which upstream pages answer an item window `[offset, offset + count)`.
  *
@@ -46,4 +50,36 @@ export function planPages(window: ItemWindow, maxPageSize: number): PageRun {
 /** Where the window starts inside the concatenation of the run's pages. */
 export function sliceStart(window: ItemWindow, run: PageRun): number {
   return window.offset - run.firstPage * run.pageSize;
+}
+
+// --- Legacy windows (docs/upstream.md §11.3) ----------------------------------------------------
+
+type PagingConfig = Pick<Config['paging'], 'legacyPageIndexBase' | 'startResults' | 'defaultMaxResults'>;
+
+/** StoreLookupPaged's `pageIndex`/`pageSize` as an item window; the index counts from the configured base. */
+export function legacyPageWindow(pageIndex: number, pageSize: number, paging: PagingConfig): ItemWindow {
+  const base = paging.legacyPageIndexBase;
+  if (pageIndex < base) throw new TranslationError({ code: 'page_index_below_base', pageIndex, base });
+  if (pageSize < 1) throw new TranslationError({ code: 'page_size_below_one', pageSize });
+  return { offset: (pageIndex - base) * pageSize, count: pageSize };
+}
+
+/**
+ * AdvancedSearch's `startResults`/`maxResults` as an item window: an item offset (or, configured so,
+ * a page index of `maxResults` items). `null` when the call names neither.
+ */
+export function itemWindow(startResults: string | null, maxResults: string | null, paging: PagingConfig): ItemWindow | null {
+  const start = nonNegativeInteger('startResults', startResults);
+  const max = nonNegativeInteger('maxResults', maxResults);
+  if (start === null && max === null) return null;
+  const count = max ?? paging.defaultMaxResults;
+  return { offset: paging.startResults === 'page' ? (start ?? 0) * count : (start ?? 0), count };
+}
+
+/** A legacy paging value: a whole number ≥ 0, written the way a form sends it; empty is absent. */
+function nonNegativeInteger(name: string, value: string | null): number | null {
+  const text = present(value);
+  if (text === null) return null;
+  if (!/^\s*\+?\d{1,9}\s*$/.test(text)) throw new TranslationError({ code: 'invalid_paging_value', name, value: text });
+  return Number(text);
 }

@@ -1,19 +1,33 @@
 import type { Config, PagingProfile } from '../config.js';
-import { OperationError } from '../errors.js';
-import { intArg, stringArg, type LegacyCall, type UpstreamPath } from '../operations.js';
-import { captionIndex, merchandiseIds, nonNegativeInteger, present, upstreamAppKey, upstreamSort, type CaptionIndex } from './mapping.js';
+import { TranslationError } from '../errors.js';
+import type { ArgValue, ArgsOf, LegacyCall, PagedPath, ParamSpec, UpstreamPath } from '../operations.js';
+import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort, type CaptionIndex } from './mapping.js';
 import { planPages, type ItemWindow, type PageRun } from './paging.js';
 
 /**
- * Call in, plan out: which upstream request(s) answer a legacy call (cp-upstream.md §11).
- * No I/O here; the plan is carried out by src/proxy.ts.
+ * Call in, plan out: which upstream request(s) answer a legacy call (docs/upstream.md §2, §3). Each
+ * operation's translator (in the table, src/operations.ts) says what it needs through a `Target`; the
+ * plan is carried out by src/outbound/execute.ts. No I/O here.
  */
 
 export type QueryParams = readonly (readonly [string, string])[];
+/** Parameters as a translator lists them: one whose value is `null` is left out of the request. */
+export type TranslatedParams = readonly (readonly [string, string | null])[];
 
 export interface UpstreamRequest {
   readonly path: UpstreamPath;
   readonly params: QueryParams;
+}
+
+export interface AllPagesPlan {
+  readonly kind: 'allPages';
+  /** The request every page extends with its page number and size. */
+  readonly base: UpstreamRequest;
+  readonly profile: PagingProfile;
+  readonly pageSize: number;
+  readonly maxPages: number;
+  /** Page 0: its total says how many pages follow (`remainingPages`). */
+  readonly first: UpstreamRequest;
 }
 
 export type Plan =
@@ -21,106 +35,122 @@ export type Plan =
   | { readonly kind: 'single'; readonly request: UpstreamRequest }
   /** Pages `run` of a paged endpoint, fetched concurrently, sliced to `window`. */
   | { readonly kind: 'window'; readonly window: ItemWindow; readonly run: PageRun; readonly requests: readonly UpstreamRequest[] }
-  /** Every page of `base`: the first, then the rest once the total is known. */
-  | {
-      readonly kind: 'allPages';
-      readonly base: UpstreamRequest;
-      readonly profile: PagingProfile;
-      readonly pageSize: number;
-      readonly maxPages: number;
-    };
+  /** Every page of a list, all its items or a failure: the first page, then the rest once the total is known. */
+  | AllPagesPlan;
+
+/** What translators need from the configuration, prepared once. */
+export interface TranslateContext {
+  readonly upstream: Config['upstream'];
+  readonly paging: Config['paging'];
+  readonly mapping: Config['mapping'];
+  readonly captions: CaptionIndex;
+}
+
+/** The replacement endpoint of one call, as its translator sees it. */
+export interface Target {
+  readonly paging: Config['paging'];
+  /** One request; its answer is the result. */
+  single(params: TranslatedParams): Plan;
+  /** `productTypes` → `merchandiseIds` (docs/upstream.md §11.4). */
+  merchandiseIds(productTypes: string | null): string | null;
+  /** Legacy sort → upstream sort (docs/upstream.md §11.5). */
+  sort(legacy: string | null): string | null;
+}
+
+/** A paged endpoint also answers item windows and whole lists. */
+export interface PagedTarget extends Target {
+  window(window: ItemWindow, params: TranslatedParams): Plan;
+  allPages(params: TranslatedParams, pageSize: number): Plan;
+}
+
+export type TargetOf<R extends UpstreamPath> = R extends PagedPath ? PagedTarget : Target;
 
 export interface Planner {
   plan(call: LegacyCall): Plan;
 }
 
 export function createPlanner(config: Config): Planner {
-  const captions = captionIndex(config.mapping.merchandise);
-  return { plan: (call) => planCall(call, config, captions) };
+  const context: TranslateContext = {
+    upstream: config.upstream,
+    paging: config.paging,
+    mapping: config.mapping,
+    captions: captionIndex(config.mapping.merchandise),
+  };
+  return { plan: (call) => call.operation.plan(call.args, context) };
 }
 
-function planCall(call: LegacyCall, config: Config, captions: CaptionIndex): Plan {
-  const path = call.operation.replacement;
-  const universal: [string, string][] = [['v', config.upstream.version]];
-  const appKey = upstreamAppKey(stringArg(call, 'apiKey'), config.upstream);
+/**
+ * An operation's translator as the table stores it: the bound arguments read into the typed shape
+ * its parameters declare (an absent string is null, an absent int 0), and the target built for its
+ * replacement endpoint.
+ */
+export function bindTranslator<P extends readonly ParamSpec[], R extends UpstreamPath>(
+  params: P,
+  replacement: R,
+  translate: (args: ArgsOf<P>, to: TargetOf<R>) => Plan,
+): (args: Readonly<Record<string, ArgValue>>, context: TranslateContext) => Plan {
+  return (bound, context) => {
+    const args: Record<string, string | number | null> = {};
+    for (const { name, type } of params) {
+      const value = bound[name];
+      args[name] = type === 'int' ? (typeof value === 'number' ? value : 0) : typeof value === 'string' ? value : null;
+    }
+    const apiKey = typeof args.apiKey === 'string' ? args.apiKey : null;
+    // Sound by construction: `args` holds exactly the parameters `P` declares, typed as declared, and
+    // `target` offers windows and lists, which only a paged `R` lets the translator see.
+    return translate(args as ArgsOf<P>, target(replacement, apiKey, context) as TargetOf<R>);
+  };
+}
+
+function target(path: UpstreamPath, apiKey: string | null, context: TranslateContext): PagedTarget {
+  const universal: [string, string][] = [['v', context.upstream.version]];
+  const appKey = upstreamAppKey(apiKey, context.upstream);
   if (appKey !== null) universal.push(['appKey', appKey]);
-  const request = (params: readonly (readonly [string, string | null])[]): UpstreamRequest => ({
+  const request = (params: TranslatedParams): UpstreamRequest => ({
     path,
-    params: [...universal, ...params.filter((p): p is [string, string] => p[1] !== null)],
+    params: [...universal, ...params.filter((p): p is readonly [string, string] => p[1] !== null)],
   });
-
-  switch (call.operation.name) {
-    case 'Search':
-      return { kind: 'single', request: request([['query', present(stringArg(call, 'query'))]]) };
-
-    case 'ProductLookup':
-      return { kind: 'single', request: request([['productId', String(intArg(call, 'productNumber'))]]) };
-
-    case 'StoreLookup':
-      return {
-        kind: 'allPages',
-        base: request(storeParams(call, captions)),
-        profile: config.paging.profiles['/product.searchForProductsOfStore.cp'],
-        pageSize: config.paging.storeLookupPageSize,
-        maxPages: config.upstream.maxPagesPerCall,
-      };
-
-    case 'StoreLookupPaged': {
-      const pageIndex = intArg(call, 'pageIndex');
-      const pageSize = intArg(call, 'pageSize');
-      const base = config.paging.legacyPageIndexBase;
-      if (pageIndex < base) throw clientError(`pageIndex must be ${base} or greater; got ${pageIndex}.`);
-      if (pageSize < 1) throw clientError(`pageSize must be 1 or greater; got ${pageSize}.`);
-      const window = { offset: (pageIndex - base) * pageSize, count: pageSize };
-      return windowPlan(window, request(storeParams(call, captions)), config.paging.profiles['/product.searchForProductsOfStore.cp'], config);
-    }
-
-    case 'AdvancedSearch': {
-      const base = request([
-        ['query', present(stringArg(call, 'query'))],
-        ['merchandiseIds', merchandiseIds(stringArg(call, 'productTypes'), captions)],
-        ['maxProductsPerDesign', present(stringArg(call, 'maxProductsPerDesign'))],
-        ['sort', upstreamSort(stringArg(call, 'sort'), config.mapping.sort)],
-      ]);
-      const start = nonNegativeInteger('startResults', stringArg(call, 'startResults'));
-      const max = nonNegativeInteger('maxResults', stringArg(call, 'maxResults'));
-      if (start === null && max === null) return { kind: 'single', request: base };
-      const count = max ?? config.paging.defaultMaxResults;
-      const offset = config.paging.startResults === 'page' ? (start ?? 0) * count : (start ?? 0);
-      return windowPlan({ offset, count }, base, config.paging.profiles['/product.search.cp'], config);
-    }
-  }
+  const profile = (): PagingProfile => context.paging.profiles[path as PagedPath];
+  const { maxPagesPerCall } = context.upstream;
+  return {
+    paging: context.paging,
+    single: (params) => ({ kind: 'single', request: request(params) }),
+    merchandiseIds: (productTypes) => merchandiseIds(productTypes, context.captions),
+    sort: (legacy) => upstreamSort(legacy, context.mapping.sort),
+    window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall),
+    allPages: (params, pageSize) => {
+      const base = request(params);
+      return { kind: 'allPages', base, profile: profile(), pageSize, maxPages: maxPagesPerCall, first: pageRequest(base, profile(), 0, pageSize) };
+    },
+  };
 }
 
-function storeParams(call: LegacyCall, captions: CaptionIndex): [string, string | null][] {
-  return [
-    ['storeId', present(stringArg(call, 'storeId'))],
-    ['merchandiseIds', merchandiseIds(stringArg(call, 'productTypes'), captions)],
-  ];
-}
-
-function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingProfile, config: Config): Plan {
-  if (!Number.isSafeInteger(window.offset + window.count)) throw clientError('The requested window is too large.');
+function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingProfile, maxPages: number): Plan {
+  if (!Number.isSafeInteger(window.offset + window.count)) throw new TranslationError({ code: 'window_too_large' });
   const run = planPages(window, profile.maxPageSize);
-  if (run.pageCount > config.upstream.maxPagesPerCall) {
-    throw new OperationError(
-      `The requested window of ${window.count} items needs ${run.pageCount} upstream pages; one call fetches at most ${config.upstream.maxPagesPerCall}. Ask for fewer items.`,
-      'page_cap',
-      { clientFault: true },
-    );
+  if (run.pageCount > maxPages) {
+    throw new TranslationError({ code: 'window_page_cap', count: window.count, pageCount: run.pageCount, maxPages });
   }
   const requests = Array.from({ length: run.pageCount }, (_, i) => pageRequest(base, profile, run.firstPage + i, run.pageSize));
   return { kind: 'window', window, run, requests };
 }
 
+/**
+ * The pages after the first of a whole list whose first page reports `total` items; past the page
+ * cap a fault, never a truncated result.
+ */
+export function remainingPages(plan: AllPagesPlan, total: number): UpstreamRequest[] {
+  const pageCount = Math.max(1, Math.ceil(total / plan.pageSize));
+  if (pageCount > plan.maxPages) {
+    throw new TranslationError({ code: 'store_page_cap', total, pageCount, pageSize: plan.pageSize, maxPages: plan.maxPages });
+  }
+  return Array.from({ length: pageCount - 1 }, (_, i) => pageRequest(plan.base, plan.profile, i + 1, plan.pageSize));
+}
+
 /** The request for 0-based page `index` of size `size`, numbered the way the endpoint counts. */
-export function pageRequest(base: UpstreamRequest, profile: PagingProfile, index: number, size: number): UpstreamRequest {
+function pageRequest(base: UpstreamRequest, profile: PagingProfile, index: number, size: number): UpstreamRequest {
   return {
     path: base.path,
     params: [...base.params, [profile.pageParam, String(index + profile.firstPage)], [profile.sizeParam, String(size)]],
   };
-}
-
-function clientError(message: string): OperationError {
-  return new OperationError(message, 'client_input', { clientFault: true });
 }

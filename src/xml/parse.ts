@@ -1,4 +1,5 @@
 import { SaxesParser, type SaxesTagNS } from 'saxes';
+import { XML_DTD_PROHIBITED, XML_ROOT_DATA, XML_ROOT_MISSING, xmlTooDeep } from '../messages.js';
 import type { XmlElement, XmlNode } from './tree.js';
 
 /**
@@ -33,17 +34,14 @@ export interface ParseOptions {
 
 const DEFAULT_OPTIONS: ParseOptions = { maxDepth: 128, positions: true };
 
-const DTD_PROHIBITED =
-  'For security reasons DTD is prohibited in this XML document. To enable DTD processing set the DtdProcessing property on XmlReaderSettings to Parse and pass the settings to XmlReader.Create method.';
-
 /** Parses a whole document and returns its root element. Throws XmlSyntaxError. */
 export function parseXml(text: string, options: Partial<ParseOptions> = {}): XmlElement {
   const limits: ParseOptions = { ...DEFAULT_OPTIONS, ...options };
   const firstSignificant = text.search(/[^\s\uFEFF]/);
-  if (firstSignificant < 0) throw new XmlSyntaxError('root-missing', 'Root element is missing.', 0, 0);
+  if (firstSignificant < 0) throw new XmlSyntaxError('root-missing', XML_ROOT_MISSING, 0, 0);
   if (text[firstSignificant] !== '<') {
     const { line, column } = positionOf(text, firstSignificant);
-    throw new XmlSyntaxError('root-data', 'Data at the root level is invalid.', line, column);
+    throw new XmlSyntaxError('root-data', XML_ROOT_DATA, line, column);
   }
 
   const parser = new SaxesParser({ xmlns: true, position: limits.positions });
@@ -57,11 +55,11 @@ export function parseXml(text: string, options: Partial<ParseOptions> = {}): Xml
   };
 
   parser.on('doctype', () => {
-    throw new XmlSyntaxError('dtd', DTD_PROHIBITED, ...here());
+    throw new XmlSyntaxError('dtd', XML_DTD_PROHIBITED, ...here());
   });
   parser.on('opentag', (tag: SaxesTagNS) => {
     if (stack.length >= limits.maxDepth) {
-      throw new XmlSyntaxError('too-deep', `The document nests elements deeper than ${limits.maxDepth}.`, ...here());
+      throw new XmlSyntaxError('too-deep', xmlTooDeep(limits.maxDepth), ...here());
     }
     const node: XmlElement = {
       type: 'element',
@@ -98,7 +96,7 @@ export function parseXml(text: string, options: Partial<ParseOptions> = {}): Xml
     // seventh handler property makes saxes several times slower on large documents.
     throw new XmlSyntaxError('syntax', describe((err as Error).message), ...here());
   }
-  if (!root) throw new XmlSyntaxError('root-missing', 'Root element is missing.', 0, 0);
+  if (!root) throw new XmlSyntaxError('root-missing', XML_ROOT_MISSING, 0, 0);
   return root;
 }
 

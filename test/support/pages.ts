@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Fetcher } from '../../src/proxy.js';
+import type { Fetcher } from '../../src/outbound/upstream.js';
 import type { UpstreamRequest } from '../../src/translate/plan.js';
 import { parseXml } from '../../src/xml/parse.js';
 import { attribute, childElements, type XmlElement } from '../../src/xml/tree.js';

@@ -20,7 +20,7 @@ export function parseMediaType(header: string | undefined): MediaType {
 /**
  * `ContentType.GetParameter`: the **first** `;`-part that, after leading white space, starts with
  * `name` in any case, then the text after the next `=`, trimmed of spaces, tabs, `'` and `"`
- * (asmx-wire.md §2.3). A repeated parameter therefore keeps its first value.
+ * (docs/wire.md §2.3). A repeated parameter therefore keeps its first value.
  */
 export function mediaParameter(media: MediaType, name: string): string | undefined {
   for (const part of media.header.split(';').slice(1)) {

@@ -1,9 +1,9 @@
-import type { SoapFaultCode, SoapVersion } from '../errors.js';
-import type { OperationSpec } from '../operations.js';
-import type { XmlElement } from '../xml/tree.js';
-import { XML_DECLARATION, escapeText, writeXml } from '../xml/write.js';
+import type { SoapFaultCode, SoapVersion } from '../../errors.js';
+import type { OperationSpec } from '../../operations.js';
+import type { XmlElement } from '../../xml/tree.js';
+import { XML_DECLARATION, escapeText, writeXml } from '../../xml/write.js';
 
-/** SOAP answers byte for byte as ASMX writes them (asmx-wire.md §4, §5.1): one line, no trailing newline. */
+/** SOAP answers byte for byte as ASMX writes them (docs/wire.md §4, §5.1): one line, no trailing newline. */
 
 export const SOAP11_NS = 'http://schemas.xmlsoap.org/soap/envelope/';
 export const SOAP12_NS = 'http://www.w3.org/2003/05/soap-envelope';
@@ -33,7 +33,7 @@ const FAULT_CODES: Readonly<Record<SoapVersion, Readonly<Record<SoapFaultCode, s
   '1.2': { Client: 'soap:Sender', Server: 'soap:Receiver', VersionMismatch: 'soap:VersionMismatch' },
 };
 
-/** The SOAP 1.2 Upgrade header ASMX adds to VersionMismatch faults (asmx-wire.md §5.4). */
+/** The SOAP 1.2 Upgrade header ASMX adds to VersionMismatch faults (docs/wire.md §5.4). */
 const UPGRADE_HEADER =
   '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
 

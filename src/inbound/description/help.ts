@@ -1,11 +1,11 @@
-import type { Config } from '../config.js';
-import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../operations.js';
-import { element, type XmlElement } from '../xml/tree.js';
-import { escapeText, writeXmlDocument } from '../xml/write.js';
-import { htmlEncode } from './text-response.js';
+import type { Config } from '../../config.js';
+import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../../operations.js';
+import { element, type XmlElement } from '../../xml/tree.js';
+import { escapeText, writeXmlDocument } from '../../xml/write.js';
+import { htmlEncode } from '../aspnet/error-page.js';
 
 /**
- * The HTML help pages ASMX shows for `GET /index.asmx` (asmx-wire.md §7.4), modelled on .NET's
+ * The HTML help pages ASMX shows for `GET /index.asmx` (docs/wire.md §7.4), modelled on .NET's
  * DefaultWsdlHelpGenerator.aspx as a remote client sees it: no test form, and a sample request and
  * response per binding, generated from the operation table. Served as `text/html; charset=utf-8`.
  * Every value from configuration or the request goes through `htmlEncode`.

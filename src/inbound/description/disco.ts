@@ -1,10 +1,10 @@
-import type { Config } from '../config.js';
-import { element } from '../xml/tree.js';
-import { writeXmlDocument } from '../xml/write.js';
+import type { Config } from '../../config.js';
+import { element } from '../../xml/tree.js';
+import { writeXmlDocument } from '../../xml/write.js';
 import { soapBindingNames } from './wsdl.js';
 
 /**
- * `?disco`: the discovery document ASMX writes (asmx-wire.md §7.3). It points at the WSDL and lists
+ * `?disco`: the discovery document ASMX writes (docs/wire.md §7.3). It points at the WSDL and lists
  * the SOAP bindings only, each under its own generated `q{n}` prefix as the .NET serializer names them.
  */
 export function renderDisco(service: Config['service'], url: string): string {

@@ -1,16 +1,29 @@
-import { SoapFault, type SoapVersion } from '../errors.js';
-import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationSpec } from '../operations.js';
-import { parseXml, XmlSyntaxError } from '../xml/parse.js';
-import { childElements, innerText, type XmlElement } from '../xml/tree.js';
-import { parseInt32 } from './int32.js';
-import { mediaParameter, parseMediaType, type MediaType } from './media-type.js';
-import { urlDecode } from './url-decode.js';
-import { SOAP11_NS, SOAP12_NS } from './soap-response.js';
+import { SoapFault, type SoapFaultCode, type SoapVersion } from '../../errors.js';
+import {
+  LENGTH_BELOW_ZERO,
+  MISSING_BODY,
+  MISSING_ENVELOPE,
+  NO_VALID_ACTION,
+  UNABLE_TO_PROCESS,
+  UNABLE_TO_READ,
+  actionNotRecognized,
+  soapActionNotRecognized,
+  versionMismatch,
+  xmlDocumentError,
+} from '../../messages.js';
+import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationSpec } from '../../operations.js';
+import { parseXml, XmlSyntaxError } from '../../xml/parse.js';
+import { childElements, innerText, type XmlElement } from '../../xml/tree.js';
+import { parseInt32 } from '../aspnet/int32.js';
+import { mediaParameter, parseMediaType, type MediaType } from '../aspnet/media-type.js';
+import { urlDecode } from '../aspnet/url-decode.js';
+import { SOAP11_NS, SOAP12_NS } from './write.js';
 
 /**
- * Reads a SOAP request the way ASMX does (asmx-wire.md §2, §3, §5.5): pick a router from the
+ * Reads a SOAP request the way ASMX does (docs/wire.md §2, §3, §5.5): pick a router from the
  * headers, route by SOAPAction, the `action` parameter or the body element, then check the content
- * type and envelope and bind the parameters. Every refusal is a SoapFault carrying its status.
+ * type and envelope and bind the parameters. Every refusal is a SoapFault carrying its status, and,
+ * once routing found it, the operation.
  */
 
 export interface SoapRequest {
@@ -25,8 +38,6 @@ export interface SoapCall {
 }
 
 const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
-export const UNABLE_TO_PROCESS = 'Server was unable to process request.';
-const UNABLE_TO_READ = 'Server was unable to read request.';
 
 export function readSoapRequest(request: SoapRequest, namespace: string): SoapCall {
   const media = parseMediaType(request.contentType);
@@ -50,15 +61,17 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   }
 
   // Checks after routing, in ASMX's order (§2.5); faults in the envelope's version once it was read.
+  const fault = (code: SoapFaultCode, chain: readonly string[], version: SoapVersion, status?: 400 | 415 | 500): SoapFault =>
+    new SoapFault(code, chain, version, status, op);
   const routedVersion = document instanceof XmlSyntaxError || document === undefined ? guess : (envelopeVersion(document) ?? guess);
-  if (media.base !== 'text/xml' && media.base !== 'application/soap+xml') throw new SoapFault('Client', [], routedVersion, 415);
+  if (media.base !== 'text/xml' && media.base !== 'application/soap+xml') throw fault('Client', [], routedVersion, 415);
   document ??= readDocument(decodeBody(media, request.body));
-  if (document instanceof XmlSyntaxError) throw new SoapFault('Client', [document.message], guess, 400);
+  if (document instanceof XmlSyntaxError) throw fault('Client', [document.message], guess, 400);
   const version = envelopeVersion(document);
-  if (version === undefined) throw versionMismatch(document);
-  if (version === '1.1' && media.base !== 'text/xml') throw new SoapFault('Client', [], version, 415);
-  const body = soapBody(document, (missing) => new SoapFault('Client', [UNABLE_TO_READ, missing], version));
-  return { version, call: bindParameters(op, body, namespace, version) };
+  if (version === undefined) throw versionMismatchFault(document, op);
+  if (version === '1.1' && media.base !== 'text/xml') throw fault('Client', [], version, 415);
+  const body = soapBody(document, (missing) => fault('Client', [UNABLE_TO_READ, missing], version));
+  return { version, call: bindParameters(op, body, namespace, (line, column, error) => fault('Client', [UNABLE_TO_READ, xmlDocumentError(line, column), error], version)) };
 }
 
 /** The first guess of §2.1, which picks the router (and the version of faults before the envelope is read). */
@@ -71,28 +84,28 @@ function routeBySoapAction(header: string, actions: ReadonlyMap<string, Operatio
   if (value.startsWith('"') && value.endsWith('"')) {
     // ASMX strips the pair with Substring(1, Length - 2), which throws for a lone quote.
     if (value.length === 1) {
-      throw new SoapFault('Server', [UNABLE_TO_PROCESS, 'Length cannot be less than zero.\r\nParameter name: length'], '1.1');
+      throw new SoapFault('Server', [UNABLE_TO_PROCESS, LENGTH_BELOW_ZERO], '1.1');
     }
     value = value.slice(1, -1);
   }
   value = urlDecode(value);
   const op = actions.get(value);
-  if (!op) throw new SoapFault('Client', [`Server did not recognize the value of HTTP Header SOAPAction: ${value}.`], '1.1');
+  if (!op) throw new SoapFault('Client', [soapActionNotRecognized(value)], '1.1');
   return op;
 }
 
 function routeByBodyElement(document: XmlElement | XmlSyntaxError, action: string | undefined, namespace: string): OperationSpec {
   if (document instanceof XmlSyntaxError) throw new SoapFault('Server', [UNABLE_TO_PROCESS, document.message], '1.2');
   const version = envelopeVersion(document);
-  if (version === undefined) throw versionMismatch(document);
+  if (version === undefined) throw versionMismatchFault(document, null);
   const body = soapBody(document, (missing) => new SoapFault('Server', [UNABLE_TO_PROCESS, missing], version));
   const first = childElements(body)[0];
   const op = first?.uri === namespace ? OPERATIONS.find((candidate) => candidate.name === first.local) : undefined;
   if (op) return op;
   if (action === undefined) {
-    throw new SoapFault('Client', ['Unable to handle request without a valid action parameter. Please supply a valid soap action.'], version);
+    throw new SoapFault('Client', [NO_VALID_ACTION], version);
   }
-  throw new SoapFault('Client', [`Unable to handle request. The action '${action}' was not recognized.`], version);
+  throw new SoapFault('Client', [actionNotRecognized(action)], version);
 }
 
 function readDocument(text: string): XmlElement | XmlSyntaxError {
@@ -110,28 +123,29 @@ function envelopeVersion(root: XmlElement): SoapVersion | undefined {
   return undefined;
 }
 
-function versionMismatch(root: XmlElement): SoapFault {
-  return new SoapFault(
-    'VersionMismatch',
-    [`Possible SOAP version mismatch: Envelope namespace ${root.uri} was unexpected. Expecting ${SOAP11_NS}.`],
-    '1.1',
-  );
+function versionMismatchFault(root: XmlElement, op: OperationSpec | null): SoapFault {
+  return new SoapFault('VersionMismatch', [versionMismatch(root.uri, SOAP11_NS)], '1.1', 500, op);
 }
 
 function soapBody(root: XmlElement, missing: (text: string) => SoapFault): XmlElement {
   const ns = root.uri;
-  if (root.local !== 'Envelope') throw missing('Request format is invalid: Missing required soap:Envelope element.');
+  if (root.local !== 'Envelope') throw missing(MISSING_ENVELOPE);
   const body = childElements(root).find((child) => child.uri === ns && child.local === 'Body');
-  if (!body) throw missing('Request format is invalid: Missing required soap:Body element.');
+  if (!body) throw missing(MISSING_BODY);
   return body;
 }
 
 /**
  * The XmlSerializer reads the first Body child only if it is the operation's own element; any other
- * wrapper leaves every parameter null or 0 (asmx-wire.md §2.2 point 4). Inside it, parameter elements
+ * wrapper leaves every parameter null or 0 (docs/wire.md §2.2). Inside it, parameter elements
  * match by exact name and namespace, the first occurrence wins, anything else is skipped.
  */
-function bindParameters(op: OperationSpec, body: XmlElement, namespace: string, version: SoapVersion): LegacyCall {
+function bindParameters(
+  op: OperationSpec,
+  body: XmlElement,
+  namespace: string,
+  badInt: (line: number, column: number, error: string) => SoapFault,
+): LegacyCall {
   const args: Record<string, ArgValue> = Object.fromEntries(op.params.map((p) => [p.name, p.type === 'int' ? 0 : null]));
   const wrapper = childElements(body)[0];
   if (wrapper === undefined || wrapper.uri !== namespace || wrapper.local !== op.name) return { operation: op, args };
@@ -149,11 +163,7 @@ function bindParameters(op: OperationSpec, body: XmlElement, namespace: string, 
     }
     const parsed = parseInt32(text);
     if (typeof parsed !== 'number') {
-      throw new SoapFault(
-        'Client',
-        [UNABLE_TO_READ, `There is an error in XML document (${child.end.line}, ${child.end.column}).`, parsed.error],
-        version,
-      );
+      throw badInt(child.end.line, child.end.column, parsed.error);
     }
     args[param.name] = parsed;
   }
@@ -167,7 +177,7 @@ function isNil(node: XmlElement): boolean {
 
 const KNOWN_CHARSETS = new Set(['utf-8', 'utf8', 'utf-16', 'utf-16le', 'utf-16be', 'us-ascii', 'ascii', 'iso-8859-1', 'latin1', 'windows-1252']);
 
-/** Request bytes to text by ASMX's rules (asmx-wire.md §3; RS/RequestResponse.cs `GetEncoding2`). */
+/** Request bytes to text by ASMX's rules (docs/wire.md §3). */
 export function decodeBody(media: MediaType, body: Buffer): string {
   if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return new TextDecoder('utf-8').decode(body.subarray(3));
   if (body[0] === 0xff && body[1] === 0xfe) return new TextDecoder('utf-16le').decode(body.subarray(2));

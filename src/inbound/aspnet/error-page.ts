@@ -1,5 +1,5 @@
 /**
- * Plain-text and HTML answers: the HTTP GET/POST error body (asmx-wire.md §6.3) and the ASP.NET
+ * Plain-text and HTML answers: the HTTP GET/POST error body (docs/wire.md §6.3) and the ASP.NET
  * runtime error page for requests no protocol accepts (§1).
  */
 

@@ -1,17 +1,13 @@
-import type { Config } from '../config.js';
-import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../operations.js';
-import { element, type XmlElement } from '../xml/tree.js';
-import { writeXmlDocument } from '../xml/write.js';
+import type { Config } from '../../config.js';
+import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../../operations.js';
+import { element, type XmlElement } from '../../xml/tree.js';
+import { writeXmlDocument } from '../../xml/write.js';
 
 /**
- * `?WSDL`: the WSDL 1.1 document ASMX generates for this service (asmx-wire.md §7.2), built from the
+ * `?WSDL`: the WSDL 1.1 document ASMX generates for this service (docs/wire.md §7.2), built from the
  * operation table. Three portTypes (SOAP 1.2 reuses the SOAP 1.1 one) and four bindings, each
  * generated from the two tables below, so every operation appears everywhere in table order.
  */
-
-/** Texts of the 500 text/plain answers to `?wsdl=x` and `?schema=x` (no extra documents exist). */
-export const WSDL_NOT_FOUND = 'XML Web service description was not found.';
-export const SCHEMA_NOT_FOUND = 'Schema not found.';
 
 type Service = Config['service'];
 
@@ -98,7 +94,7 @@ export function soapBindingNames(service: Service): string[] {
 
 export function renderWsdl(service: Service, url: string): string {
   const ns = service.namespace;
-  // The order of these declarations is the baseline of asmx-wire.md §7.2 (ASMX writes hashtable order).
+  // The order of these declarations is the baseline of docs/wire.md §7.2 (ASMX writes hashtable order).
   const root = element(
     'wsdl:definitions',
     {

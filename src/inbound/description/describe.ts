@@ -1,13 +1,24 @@
-import type { Config } from '../config.js';
-import { findOperation } from '../operations.js';
-import { htmlAnswer, textError, xmlAnswer, type Answer } from './answer.js';
+import type { Config } from '../../config.js';
+import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND } from '../../messages.js';
+import { findOperation } from '../../operations.js';
+import { htmlAnswer, textError, xmlAnswer, type Answer } from '../answer.js';
+import { queryCollection } from '../aspnet/url-decode.js';
+import type { Acceptance } from '../binding.js';
 import { renderDisco } from './disco.js';
 import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from './help.js';
-import { queryCollection } from './url-decode.js';
-import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND, renderWsdl } from './wsdl.js';
+import { renderWsdl } from './wsdl.js';
 
 /**
- * A GET with no PathInfo: the Discovery protocol if it accepts (asmx-wire.md §1 row 4), else the help
+ * The Discovery and Documentation protocols, asked after the bindings (docs/wire.md §1): they take a
+ * GET of the service path itself. Documentation takes every such GET that Discovery does not, so the
+ * two answer as one.
+ */
+export function descriptionAccepts(method: string, pathInfo: string): Acceptance {
+  return pathInfo !== '' ? 'no' : method === 'GET' ? 'accept' : 'wrongMethod';
+}
+
+/**
+ * A GET with no PathInfo: the Discovery protocol if it accepts (docs/wire.md §1 row 4), else the help
  * page. Discovery looks at `schema`, then `wsdl` (any value, even empty, names an extra document, and
  * this service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
  */

@@ -1,7 +1,6 @@
-import { STATUS_CODES } from 'node:http';
 import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
-import { OperationError, type FailureReason } from '../errors.js';
+import { CallError, UpstreamError, type FailureReason, type UpstreamFailure } from '../errors.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
@@ -10,8 +9,8 @@ import { childElements, innerText, type XmlElement } from '../xml/tree.js';
  * Talks to the `.cp` upstream: an undici Agent (one keep-alive pool per origin), connect/headers/body
  * timeouts, a response size cap, redirects followed as .NET's HttpWebRequest follows them, and a
  * check that the answer is well-formed XML with the expected root before anything is embedded in a
- * legacy answer. Failures become OperationErrors worded as the .NET WebException the original would
- * have seen (cp-upstream.md §11.8).
+ * legacy answer. Failures are UpstreamErrors with a code; the inbound side words them as the .NET
+ * WebException the original would have seen (src/messages.ts, docs/upstream.md §7, §11.8).
  */
 
 export interface UpstreamOutcome {
@@ -24,33 +23,37 @@ export interface UpstreamOutcome {
   readonly code: string | null;
 }
 
-export interface UpstreamClient {
-  /** `signal` aborts the request; a reason that is an OperationError is what the fetch then throws. */
+export interface Upstream {
+  /** `signal` aborts the request; a reason that is a CallError is what the fetch then throws. */
   fetch(request: UpstreamRequest, signal?: AbortSignal): Promise<XmlElement>;
   close(): Promise<void>;
 }
+
+/** What carrying out a plan needs of the upstream. */
+export type Fetcher = Pick<Upstream, 'fetch'>;
 
 const EXPECTED_ROOT = 'searchResultSet';
 const ERROR_ROOT = 'help';
 /** HttpWebRequest.MaximumAutomaticRedirections. */
 const MAX_REDIRECTS = 50;
 
-export const TIMED_OUT = 'The operation has timed out';
-export const UNABLE_TO_CONNECT = 'Unable to connect to the remote server';
-export const CONNECTION_CLOSED = 'The underlying connection was closed: The connection was closed unexpectedly.';
-const TOO_MANY_REDIRECTS = 'Too many automatic redirections were attempted.';
-
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 /** A kept-alive socket the server closed just as we reused it: safe to retry an idempotent GET. */
 const RETRYABLE_CODES = new Set(['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE']);
 
-export function createUpstreamClient(
+export function createUpstream(
   upstream: Config['upstream'],
   observe: (outcome: UpstreamOutcome) => void = () => {},
-): UpstreamClient {
-  if (upstream.baseUrl === null) throw new Error('createUpstreamClient needs upstream.baseUrl');
+): Upstream {
+  if (upstream.baseUrl === null) throw new Error('createUpstream needs upstream.baseUrl');
   const base = new URL(upstream.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
+  // Credentials in the base URL (`https://user:secret@host`) go as HTTP Basic, as .NET sent them.
+  // undici drops the header when a redirect leaves the origin.
+  const headers: Record<string, string> = { accept: 'text/xml, application/xml' };
+  if (base.username !== '' || base.password !== '') {
+    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
+  }
   const agent = new Agent({
     connections: upstream.connections,
     connectTimeout: upstream.connectTimeoutMs,
@@ -68,7 +71,7 @@ export function createUpstreamClient(
       origin: base.origin,
       method: 'GET',
       path: `${basePath}${request.path}?${query}`,
-      headers: { accept: 'text/xml, application/xml' },
+      headers,
       signal,
       // Past the limit, fail as .NET does rather than hand back the last 3xx as an answer.
       throwOnMaxRedirect: true,
@@ -95,7 +98,7 @@ export function createUpstreamClient(
         } catch (err) {
           const code = errorCode(err);
           if (tries < upstream.retries && !signal?.aborted && RETRYABLE_CODES.has(code)) continue;
-          const failure = signal?.aborted && signal.reason instanceof OperationError ? signal.reason : asOperationError(err);
+          const failure = signal?.aborted && signal.reason instanceof CallError ? signal.reason : asUpstreamError(err);
           const cancelled = signal?.aborted === true && failure.reason !== 'upstream_timeout';
           done(cancelled ? 'cancelled' : failure.reason, status, code === '' ? null : code);
           throw failure;
@@ -106,16 +109,6 @@ export function createUpstreamClient(
       await agent.close();
     },
   };
-}
-
-/** An upstream answer with a status outside 2xx. */
-export class UpstreamStatusError extends OperationError {
-  readonly status: number;
-
-  constructor(message: string, status: number) {
-    super(message, 'upstream_status');
-    this.status = status;
-  }
 }
 
 /** Parameters whose values must never reach a fault, a log line or a metric. */
@@ -139,14 +132,10 @@ export function readAnswer(statusCode: number, text: string, secrets: readonly s
     if (!(err instanceof XmlSyntaxError)) throw err;
   }
   const helpMessage = root?.local === ERROR_ROOT ? redact(exceptionMessage(root), secrets) : undefined;
-  if (statusCode < 200 || statusCode > 299) {
-    throw new UpstreamStatusError(helpMessage ?? `The remote server returned an error: (${statusCode}) ${statusDescription(statusCode)}.`, statusCode);
-  }
-  if (helpMessage !== undefined) throw new OperationError(helpMessage, 'upstream_error');
-  if (root === undefined) throw new OperationError('The upstream answer is not well-formed XML.', 'upstream_invalid');
-  if (root.local !== EXPECTED_ROOT) {
-    throw new OperationError(`The upstream answer has root element '${root.name}', expected '${EXPECTED_ROOT}'.`, 'upstream_invalid');
-  }
+  if (helpMessage !== undefined) throw new UpstreamError({ code: 'error_document', status: statusCode, message: helpMessage });
+  if (statusCode < 200 || statusCode > 299) throw new UpstreamError({ code: 'status', status: statusCode });
+  if (root === undefined) throw new UpstreamError({ code: 'not_xml' });
+  if (root.local !== EXPECTED_ROOT) throw new UpstreamError({ code: 'wrong_root', root: root.name, expected: EXPECTED_ROOT });
   return root;
 }
 
@@ -174,35 +163,6 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/**
- * The reason .NET's WebException gives for a status: its own text where it has one
- * (`net_httpstatuscode_*`), else the status description, here the standard phrase.
- */
-function statusDescription(status: number): string {
-  return DOTNET_STATUS_TEXT[status] ?? STATUS_CODES[status] ?? 'Unknown';
-}
-
-const DOTNET_STATUS_TEXT: Readonly<Record<number, string>> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  402: 'Payment Required',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  406: 'Not Acceptable',
-  407: 'Proxy Authentication Required',
-  408: 'Request Timeout',
-  409: 'Conflict',
-  410: 'Gone',
-  411: 'Length Required',
-  500: 'Internal Server Error',
-  501: 'Not Implemented',
-  502: 'Bad Gateway',
-  503: 'Server Unavailable',
-  504: 'Gateway Timeout',
-  505: 'Http Version Not Supported',
-};
-
 function errorCode(err: unknown): string {
   if (typeof err !== 'object' || err === null) return '';
   const code = (err as { code?: unknown }).code;
@@ -210,17 +170,16 @@ function errorCode(err: unknown): string {
   return errorCode((err as { cause?: unknown }).cause);
 }
 
-function asOperationError(err: unknown): OperationError {
-  if (err instanceof OperationError) return err;
+function asUpstreamError(err: unknown): UpstreamError {
+  if (err instanceof UpstreamError) return err;
   const code = errorCode(err);
   const message = err instanceof Error ? err.message : '';
-  if (message === 'max redirects' || message.startsWith('Redirect loop detected')) {
-    return new OperationError(TOO_MANY_REDIRECTS, 'upstream_status', { cause: err });
-  }
-  if (TIMEOUT_CODES.has(code)) return new OperationError(TIMED_OUT, 'upstream_timeout', { cause: err });
-  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
-    return new OperationError('The upstream answer exceeded the maximum response size.', 'upstream_invalid', { cause: err });
-  }
-  if (RETRYABLE_CODES.has(code)) return new OperationError(CONNECTION_CLOSED, 'upstream_unreachable', { cause: err });
-  return new OperationError(UNABLE_TO_CONNECT, 'upstream_unreachable', { cause: err });
+  const failure = (): UpstreamFailure => {
+    if (message === 'max redirects' || message.startsWith('Redirect loop detected')) return { code: 'too_many_redirects' };
+    if (TIMEOUT_CODES.has(code)) return { code: 'timeout' };
+    if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { code: 'too_large' };
+    if (RETRYABLE_CODES.has(code)) return { code: 'connection_closed' };
+    return { code: 'unreachable' };
+  };
+  return new UpstreamError(failure(), { cause: err });
 }

@@ -1,0 +1,17 @@
+import type { Config } from './config.js';
+import type { LegacyCall } from './operations.js';
+import { executePlan } from './outbound/execute.js';
+import type { Fetcher } from './outbound/upstream.js';
+import { createPlanner } from './translate/plan.js';
+import type { XmlElement } from './xml/tree.js';
+
+/** Answers a legacy call with its result XML, or rejects with the error the web method would have thrown. */
+export type CallAnswerer = (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => Promise<XmlElement>;
+
+/** Translate (pure), carry out the plan, assemble (pure): the middle of every call, whatever its binding. */
+export function createCallAnswerer(config: Config): CallAnswerer {
+  const planner = createPlanner(config);
+  const { maxConcurrentPages } = config.upstream;
+  // Planned inside the promise: a translation error is a failed call like any other.
+  return async (call, upstream, signal) => executePlan(planner.plan(call), upstream, { maxConcurrentPages, ...(signal ? { signal } : {}) });
+}

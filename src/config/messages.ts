@@ -1,0 +1,122 @@
+import type { ErrorObject } from 'ajv';
+
+/**
+ * How a refusal reads: `Invalid configuration: <dotted key> <problem>`, the problem derived from the
+ * schema of the key (its type, range, allowed values, format), or its `patternProblem` annotation.
+ */
+
+export class ConfigError extends Error {
+  constructor(key: string, problem: string) {
+    super(`Invalid configuration: ${key} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * `scheme://user:password@host` → `scheme://***@host`, wherever it occurs in `text`: credentials in a
+ * URL never reach a log or a message. Slashes may be missing or backslashes, as `new URL` allows.
+ */
+export function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z\d+.-]*:[/\\]*)[^/\\?#]*@/gi, '$1***@');
+}
+
+/** The formats the schema names, each saying what is wrong with a value (undefined: nothing). */
+export const FORMATS: Readonly<Record<string, (value: string) => string | undefined>> = {
+  'http-url': (value) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      return 'must be an absolute http(s) URL';
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must be an http or https URL';
+    // `new URL` drops an empty query or fragment ("…?"), so look at the text too.
+    if (parsed.search !== '' || parsed.hash !== '' || /[?#]/.test(value)) return 'must not have a query or fragment';
+    return undefined;
+  },
+  // With its offset (`Z` or `±hh:mm`): a date without one would depend on the machine's time zone.
+  'offset-date-time': (value) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value))
+      ? undefined
+      : 'must be an ISO 8601 date and time with an offset, e.g. "2026-01-01T00:00:00Z"',
+};
+
+/** The keywords of a failed schema that the messages quote. */
+interface Annotated {
+  readonly type?: string;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly properties?: Readonly<Record<string, unknown>>;
+  readonly patternProblem?: string;
+}
+
+/**
+ * The refusal for the first error ajv reports (it runs with `verbose`, so the error carries the value
+ * and its schema). `origins` maps a dotted key to the environment variable its value came from.
+ */
+export function refusal(error: ErrorObject, origins: Readonly<Record<string, string>>): ConfigError {
+  const path = error.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const key = path.join('.');
+  const name = origins[key] === undefined ? key : `${origins[key]} (${key})`;
+  const schema = (error.parentSchema ?? {}) as Annotated;
+  const got = `got ${show(error.data)}`;
+  switch (error.keyword) {
+    case 'additionalProperties': {
+      const unknown = String(error.params.additionalProperty);
+      const known = closest(unknown, Object.keys(schema.properties ?? {}));
+      const hint = known === undefined ? '' : ` (did you mean ${[...path, known].join('.')}?)`;
+      return new ConfigError([...path, unknown].join('.'), `is not a configuration key${hint}.`);
+    }
+    case 'pattern':
+      // A property name (propertyNames) is named in the key itself; a value is shown.
+      return error.propertyName === undefined
+        ? new ConfigError(name, `${schema.patternProblem}, ${got}.`)
+        : new ConfigError([...path, error.propertyName].join('.'), `${schema.patternProblem}.`);
+    case 'format':
+      return new ConfigError(name, `${FORMATS[String(error.params.format)]?.(String(error.data))}, ${got}.`);
+    case 'enum':
+      return new ConfigError(name, `must be one of ${(error.params.allowedValues as unknown[]).map(show).join(', ')}, ${got}.`);
+  }
+  // Otherwise the value has the wrong type or is out of range (type, minimum, maximum, minLength).
+  switch (schema.type) {
+    case 'integer':
+      return new ConfigError(name, `must be a whole number from ${schema.minimum} to ${schema.maximum}, ${got}.`);
+    case 'string':
+      return new ConfigError(name, 'must be a non-empty string.');
+    case 'boolean':
+      return new ConfigError(name, `must be true or false, ${got}.`);
+    case 'object':
+      return new ConfigError(name, 'must be an object.');
+  }
+  // No key of the schema fails in another way; should one, ajv's own words still name it.
+  return new ConfigError(name, `${error.message}.`);
+}
+
+/** A value as JSON, with any credentials of a URL hidden. */
+function show(value: unknown): string {
+  return JSON.stringify(typeof value === 'string' ? redactUrl(value) : value);
+}
+
+/** The known key `unknown` most likely misspells: the same but for case, or a couple of edits away. */
+function closest(unknown: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of known) {
+    const distance = editDistance(unknown.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance && distance <= 2 && distance < candidate.length / 2) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+/** Levenshtein distance, one row at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}

@@ -1,0 +1,118 @@
+import Type, { type Static, type TEnumValue, type TProperties, type TSchema } from 'typebox';
+import { PAGED_PATHS, UPSTREAM_ENDPOINTS, type PagedPath } from '../operations.js';
+import { MERCHANDISE } from './merchandise.js';
+
+/**
+ * The configuration, once: every key with its type, range and default. The `Config` type, the
+ * defaults (filled in by ajv `useDefaults`) and config/default.json (`npm run config:defaults`) all
+ * come from here. Sections default to `{}` so that the defaults of their keys fill them, and refuse
+ * keys they do not list; the tables keyed by data (apiKeyMap, sort, merchandise) take any key.
+ * Wording a key needs beyond what messages.ts derives from its type is the `patternProblem` annotation.
+ */
+
+const MAX_TIMEOUT_MS = 600_000;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const section = <P extends TProperties>(properties: P) => Type.Object(properties, { additionalProperties: false, default: {} });
+const integer = (minimum: number, maximum: number, value: number) => Type.Integer({ minimum, maximum, default: value });
+const text = (value: string) => Type.String({ minLength: 1, default: value });
+const oneOf = <V extends TEnumValue[]>(values: readonly [...V], value: V[number]) => Type.Enum(values, { default: value });
+const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()], { default: null });
+/** An absolute http(s) URL without query or fragment; `null` when not configured. */
+const url = () => nullable(Type.String({ minLength: 1, format: 'http-url' }));
+const table = (value: Readonly<Record<string, string>>, options: { propertyNames?: TSchema } = {}) =>
+  Type.Record(Type.String(), Type.String({ minLength: 1 }), { default: value, ...options });
+
+const profile = (defaults: (typeof UPSTREAM_ENDPOINTS)[PagedPath]['paging']) =>
+  section({
+    pageParam: text(defaults.pageParam),
+    sizeParam: text(defaults.sizeParam),
+    firstPage: integer(0, 1, defaults.firstPage),
+    maxPageSize: integer(1, 100_000, defaults.maxPageSize),
+  });
+
+/** One profile per paged endpoint of the operations table, its defaults from there. */
+const profiles = section(
+  Object.fromEntries(PAGED_PATHS.map((path) => [path, profile(UPSTREAM_ENDPOINTS[path].paging)])) as Record<PagedPath, ReturnType<typeof profile>>,
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    server: section({
+      host: text('0.0.0.0'),
+      port: integer(0, 65535, 8080),
+      servicePath: Type.String({ minLength: 1, pattern: '^/[^/?#]+$', patternProblem: 'must be one path segment such as "/index.asmx"', default: '/index.asmx' }),
+      publicBaseUrl: url(),
+      trustProxy: Type.Boolean({ default: false }),
+      bodyLimitBytes: integer(1024, 64 * 1024 * 1024, 1_048_576),
+      requestTimeoutMs: integer(1000, MAX_TIMEOUT_MS, 60_000),
+      shutdownGraceMs: integer(0, MAX_TIMEOUT_MS, 35_000),
+      /** Legacy calls answered at once; more are shed with 503 "Server Too Busy". */
+      maxConcurrentCalls: integer(1, 100_000, 64),
+    }),
+    service: section({
+      namespace: text('http://tempuri.org/'),
+      name: text('CatalogService'),
+      httpOptionalParameters: oneOf(['lenient', 'strict'], 'lenient'),
+    }),
+    upstream: section({
+      /** `null`: no upstream configured, the embedded demo upstream is started. */
+      baseUrl: url(),
+      version: text('3'),
+      apiKeyMode: oneOf(['forward', 'map', 'fixed'], 'forward'),
+      appKey: nullable(Type.String({ minLength: 1 })),
+      apiKeyMap: table({}),
+      connections: integer(1, 1024, 16),
+      connectTimeoutMs: integer(1, MAX_TIMEOUT_MS, 5000),
+      headersTimeoutMs: integer(1, MAX_TIMEOUT_MS, 15_000),
+      bodyTimeoutMs: integer(1, MAX_TIMEOUT_MS, 15_000),
+      maxResponseBytes: integer(1024, 256 * 1024 * 1024, 4_194_304),
+      maxConcurrentPages: integer(1, 64, 4),
+      /** Upper bound on the upstream pages one legacy call may fetch. */
+      maxPagesPerCall: integer(1, 10_000, 50),
+      retries: integer(0, 5, 1),
+      /** Deadline of one legacy call, all its upstream requests included. */
+      callTimeoutMs: integer(1, MAX_TIMEOUT_MS, 30_000),
+    }),
+    paging: section({
+      legacyPageIndexBase: oneOf([0, 1], 0),
+      startResults: oneOf(['offset', 'page'], 'offset'),
+      profiles,
+      storeLookupPageSize: integer(1, 100_000, 256),
+      defaultMaxResults: integer(1, 100_000, 60),
+    }),
+    mapping: section({
+      /** Legacy sort → upstream sort; keys are stored with `-` read as `_` (validate.ts). */
+      sort: table({ by_score_desc: 'by_score_desc', by_date_desc: 'by_date_desc' }),
+      /** Merchandise id → caption (docs/upstream.md §9). */
+      merchandise: table(MERCHANDISE, {
+        propertyNames: Type.String({ pattern: '^\\d+$', patternProblem: 'must be keyed by a non-negative merchandise id' }),
+      }),
+    }),
+    deprecation: section({
+      deprecatedAt: Type.String({ minLength: 1, format: 'offset-date-time', default: '2026-01-01T00:00:00Z' }),
+      sunsetAt: nullable(Type.String({ minLength: 1, format: 'offset-date-time' })),
+      policyUrl: url(),
+      successorUrl: url(),
+      /** HMAC key for the client fingerprints in deprecation hits; `null`: a plain SHA-256. */
+      clientIdKey: nullable(Type.String({ minLength: 1 })),
+    }),
+    demo: section({
+      seed: integer(0, 2 ** 31 - 1, 20_091_117),
+      stores: integer(1, 100, 6),
+      designs: integer(1, 100_000, 480),
+    }),
+    log: section({
+      level: oneOf(LOG_LEVELS, 'info'),
+    }),
+  },
+  { additionalProperties: false },
+);
+
+/** Readonly all the way down: nothing changes the configuration once it is loaded. */
+type DeepReadonly<T> = { readonly [K in keyof T]: DeepReadonly<T[K]> };
+
+/** What the schema accepts, defaults filled in; validate.ts normalises it into a `Config`. */
+export type Settings = Static<typeof ConfigSchema>;
+export type Config = DeepReadonly<Settings>;
+export type PagingProfile = Config['paging']['profiles'][PagedPath];

@@ -1,0 +1,68 @@
+import { Ajv } from 'ajv';
+import { ConfigError, FORMATS, refusal } from './messages.js';
+import { ConfigSchema, type Config, type Settings } from './schema.js';
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+// `verbose`: errors carry the value and the schema they failed, which the messages quote.
+const ajv = new Ajv({ useDefaults: true, verbose: true });
+ajv.addKeyword({ keyword: 'patternProblem', schemaType: 'string' });
+for (const [format, problem] of Object.entries(FORMATS)) ajv.addFormat(format, { type: 'string', validate: (value: string) => problem(value) === undefined });
+const check = ajv.compile<Settings>(ConfigSchema);
+
+/** Rules across keys, checked in order once every key is valid on its own: the key refused, and its problem if any. */
+const RULES: readonly (readonly [key: string, problem: (settings: Settings) => string | false])[] = [
+  ['upstream.appKey', ({ upstream }) => upstream.apiKeyMode === 'fixed' && upstream.appKey === null && 'must be set when upstream.apiKeyMode is "fixed".'],
+  [
+    'upstream.apiKeyMap',
+    ({ upstream }) =>
+      upstream.apiKeyMode === 'map' && Object.keys(upstream.apiKeyMap).length === 0 && 'must map at least one apiKey when upstream.apiKeyMode is "map".',
+  ],
+  [
+    'deprecation.sunsetAt',
+    ({ deprecation: { deprecatedAt, sunsetAt } }) =>
+      sunsetAt !== null && Date.parse(sunsetAt) < Date.parse(deprecatedAt) && `must not be earlier than deprecation.deprecatedAt (${deprecatedAt}).`,
+  ],
+  [
+    'server.shutdownGraceMs',
+    ({ server, upstream }) =>
+      server.shutdownGraceMs < upstream.callTimeoutMs &&
+      `must be at least upstream.callTimeoutMs (${upstream.callTimeoutMs}), so that calls in flight can finish.`,
+  ],
+  [
+    'paging.storeLookupPageSize',
+    ({ paging }) =>
+      paging.storeLookupPageSize > paging.profiles['/product.searchForProductsOfStore.cp'].maxPageSize &&
+      'must not exceed the maximum page size of /product.searchForProductsOfStore.cp.',
+  ],
+];
+
+/**
+ * The configuration `json` describes, its missing keys filled with the schema's defaults. A bad value
+ * throws a `ConfigError` naming the dotted key, or `origins[key]`, the environment variable it came from.
+ */
+export function validateConfig(json: Json, origins: Readonly<Record<string, string>> = {}): Config {
+  // ajv fills defaults in place: work on a copy, not on the caller's objects.
+  const settings: unknown = structuredClone(json);
+  if (!check(settings)) throw refusal(check.errors![0]!, origins);
+  for (const [key, problem] of RULES) {
+    const found = problem(settings);
+    if (found !== false) throw new ConfigError(key, found);
+  }
+  return normalise(settings);
+}
+
+/** Legacy sort values are read with `-` as `_` (docs/upstream.md §11.5), so table keys are stored that way; URLs lose a trailing slash. */
+function normalise(settings: Settings): Config {
+  const { server, upstream, mapping, deprecation } = settings;
+  mapping.sort = Object.fromEntries(Object.entries(mapping.sort).map(([key, value]) => [key.replace(/-/g, '_'), value]));
+  server.publicBaseUrl = trimUrl(server.publicBaseUrl);
+  upstream.baseUrl = trimUrl(upstream.baseUrl);
+  deprecation.policyUrl = trimUrl(deprecation.policyUrl);
+  deprecation.successorUrl = trimUrl(deprecation.successorUrl);
+  return settings;
+}
+
+function trimUrl(url: string | null): string | null {
+  return url === null ? null : new URL(url).href.replace(/\/+$/, '');
+}

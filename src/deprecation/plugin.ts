@@ -1,0 +1,43 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Config } from '../config.js';
+import { requestUrl, servicePathOf } from '../server/http.js';
+import { deprecationHeaders } from './headers.js';
+import { createHitRecorder, type HitRecorder } from './hits.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The deprecation hit log and the metrics. */
+    readonly hits: HitRecorder;
+    /** Adds Deprecation, Sunset and Link to an answer from the service path (docs/wire.md §9). */
+    addDeprecationHeaders(request: FastifyRequest, reply: FastifyReply): void;
+  }
+}
+
+export interface DeprecationOptions {
+  readonly deprecation: Config['deprecation'];
+  readonly servicePath: string;
+}
+
+/**
+ * Deprecation signals and metrics: the hit recorder every call reports to, the headers on every
+ * answer from the service path, and `/metrics` for Prometheus.
+ */
+export const deprecationPlugin = fp<DeprecationOptions>(
+  async (fastify, { deprecation, servicePath }) => {
+    const hits = createHitRecorder(fastify.log);
+    const headers = deprecationHeaders(deprecation);
+    fastify.decorate('hits', hits);
+    // The same path test as the dispatcher's (after URL normalisation: `/x/../index.asmx` is served),
+    // so that every answer from the service carries the headers.
+    fastify.decorate('addDeprecationHeaders', (request: FastifyRequest, reply: FastifyReply) => {
+      if (servicePathOf(requestUrl(request.url).pathname, servicePath) !== null) reply.headers(headers);
+    });
+    fastify.addHook('onSend', async (request, reply) => fastify.addDeprecationHeaders(request, reply));
+    fastify.get('/metrics', async (_request, reply) => {
+      reply.header('content-type', hits.registry.contentType);
+      return hits.registry.metrics();
+    });
+  },
+  { name: 'deprecation', fastify: '5.x' },
+);

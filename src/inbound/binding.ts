@@ -1,0 +1,46 @@
+import type { OperationSpec, LegacyCall } from '../operations.js';
+import type { XmlElement } from '../xml/tree.js';
+import type { Answer } from './answer.js';
+
+/**
+ * A binding: one of the ways a legacy call arrives (SOAP, HTTP GET, HTTP POST) and is answered. The
+ * dispatcher asks each registered binding whether it takes a request (src/inbound/bindings.ts); the
+ * call runner (src/server/call-runner.ts) reads the call, has it answered, and writes the answer or
+ * the error with the same binding. `W` is what the binding learns while reading that it needs to
+ * write (for SOAP, the version).
+ */
+
+/** As the deprecation hit and the metrics name a binding. */
+export type BindingName = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
+
+/**
+ * ASMX's handler factory asks every protocol in turn (docs/wire.md §1): it takes the request, would
+ * take it with another method (a 405 candidate), or does not.
+ */
+export type Acceptance = 'accept' | 'wrongMethod' | 'no';
+
+/** The parts of an HTTP request under the service path that ASMX reads. */
+export interface ServiceRequest {
+  readonly method: string;
+  /** The path after the service path, as sent (`/Search`, or `''`). */
+  readonly pathInfo: string;
+  /** The raw query string, without `?`. */
+  readonly query: string;
+  /** The Content-Type header as sent. */
+  readonly contentType: string | undefined;
+  readonly soapAction: string | undefined;
+  readonly body: Buffer;
+}
+
+export type Read<W> =
+  | { readonly ok: true; readonly binding: BindingName; readonly call: LegacyCall; readonly wire: W }
+  /** As far as reading got: the operation, once routed, so that the hit names it. */
+  | { readonly ok: false; readonly binding: BindingName; readonly operation: OperationSpec | null; readonly error: Error; readonly wire: W };
+
+export interface Binding<W = unknown> {
+  accepts(method: string, pathInfo: string): Acceptance;
+  read(request: ServiceRequest): Read<W>;
+  write(result: XmlElement, call: LegacyCall, wire: W): Answer;
+  /** Any error: a read failure, a translation or upstream failure, or a defect (never its own text). */
+  writeError(error: unknown, wire: W): Answer;
+}

@@ -1,0 +1,34 @@
+import type { Config } from '../../config.js';
+import { HttpBindingError } from '../../errors.js';
+import type { OperationSpec } from '../../operations.js';
+import { writeXmlDocument } from '../../xml/write.js';
+import { textError, xmlAnswer } from '../answer.js';
+import { percentDecode, queryCollection } from '../aspnet/url-decode.js';
+import type { Binding } from '../binding.js';
+import { exceptionMessage } from '../failure.js';
+import { bindHttpParameters, findHttpOperation, readForm } from './read.js';
+
+/**
+ * The HTTP GET and HTTP POST bindings (docs/wire.md §6): `{verb} /index.asmx/{Op}`, parameters from
+ * the query string or the urlencoded form; the result as an indented XML document, failures as a
+ * 500 plain-text message chain.
+ */
+export function httpBinding(verb: 'GET' | 'POST', service: Config['service']): Binding<null> {
+  const binding = verb === 'GET' ? 'httpGet' : 'httpPost';
+  return {
+    // A PathInfo of one character (`/`) names no method: no HTTP protocol takes it.
+    accepts: (method, pathInfo) => (pathInfo.length < 2 ? 'no' : method === verb ? 'accept' : 'wrongMethod'),
+    read(request) {
+      let operation: OperationSpec | null = null;
+      try {
+        operation = findHttpOperation(percentDecode(request.pathInfo.slice(1)));
+        const values = verb === 'GET' ? queryCollection(request.query) : readForm(operation, request.contentType, request.body);
+        return { ok: true, binding, call: bindHttpParameters(operation, values, service.httpOptionalParameters), wire: null };
+      } catch (err) {
+        return { ok: false, binding, operation, error: err as Error, wire: null };
+      }
+    },
+    write: (result) => xmlAnswer(writeXmlDocument(result, { indent: true })),
+    writeError: (error) => textError(error instanceof HttpBindingError ? error.chain : [exceptionMessage(error)]),
+  };
+}

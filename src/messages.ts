@@ -1,0 +1,162 @@
+import { STATUS_CODES } from 'node:http';
+import type { UpstreamFailure } from './errors.js';
+
+/**
+ * The message catalogue: every text a legacy client can read in a fault, an error text or an error
+ * page, in one place. Most are .NET's own wording, kept to the letter because old clients and their
+ * owners match on it (docs/wire.md §5.4, §6, docs/upstream.md §11.8); the rest are the proxy's own
+ * words for input the original never had to translate (docs/upstream.md §3, §11.4).
+ *
+ * Errors carry codes and data (src/errors.ts); the bindings ask this file for the words.
+ */
+
+// --- ASMX: SOAP ------------------------------------------------------------------------------------
+
+export const UNABLE_TO_PROCESS = 'Server was unable to process request.';
+export const UNABLE_TO_READ = 'Server was unable to read request.';
+/** `Substring(1, Length - 2)` of a SOAPAction that is a lone `"`. */
+export const LENGTH_BELOW_ZERO = 'Length cannot be less than zero.\r\nParameter name: length';
+export const NO_VALID_ACTION = 'Unable to handle request without a valid action parameter. Please supply a valid soap action.';
+export const MISSING_ENVELOPE = 'Request format is invalid: Missing required soap:Envelope element.';
+export const MISSING_BODY = 'Request format is invalid: Missing required soap:Body element.';
+
+export const soapActionNotRecognized = (action: string): string => `Server did not recognize the value of HTTP Header SOAPAction: ${action}.`;
+export const actionNotRecognized = (action: string): string => `Unable to handle request. The action '${action}' was not recognized.`;
+export const versionMismatch = (found: string, expected: string): string =>
+  `Possible SOAP version mismatch: Envelope namespace ${found} was unexpected. Expecting ${expected}.`;
+export const xmlDocumentError = (line: number, column: number): string => `There is an error in XML document (${line}, ${column}).`;
+
+// --- ASMX: HTTP GET and POST -----------------------------------------------------------------------
+
+export const methodNameCase = (given: string, actual: string): string =>
+  `Invalid method name '${given}',  method names are case sensitive.   The method name '${actual}' with the same name but different casing was found.\r\nParameter name: methodName`;
+export const methodNameInvalid = (given: string): string => `${given} Web Service method name is not valid.`;
+export const requestFormatInvalid = (contentType: string): string => `Request format is invalid: ${contentType}.`;
+export const missingParameter = (name: string): string => `Missing parameter: ${name}.`;
+export const cannotConvertInt32 = (value: string): string => `Cannot convert ${value} to System.Int32.\r\nParameter name: type`;
+
+/** .NET Int32 parsing failures, as the XmlSerializer and the HTTP binder word them. */
+export const INT32_FORMAT = 'Input string was not in a correct format.';
+export const INT32_RANGE = 'Value was either too large or too small for an Int32.';
+
+// --- ASMX: service descriptions --------------------------------------------------------------------
+
+export const WSDL_NOT_FOUND = 'XML Web service description was not found.';
+export const SCHEMA_NOT_FOUND = 'Schema not found.';
+
+// --- ASP.NET error pages ---------------------------------------------------------------------------
+
+export const REQUEST_FORMAT_UNRECOGNIZED = 'Request format is unrecognized.';
+export const urlUnexpectedlyEnding = (pathInfo: string): string => `Request format is unrecognized for URL unexpectedly ending in '${pathInfo}'.`;
+export const MAX_REQUEST_LENGTH = 'Maximum request length exceeded.';
+export const SERVER_TOO_BUSY = 'Server Too Busy';
+/** What HTTP.sys answered before IIS saw the request. */
+export const BAD_REQUEST = 'Bad Request';
+export const INVALID_HOSTNAME = 'Bad Request - Invalid Hostname';
+/** An exception the proxy did not expect: never its own message, which may say anything. */
+export const INTERNAL_ERROR = 'An internal error occurred.';
+
+// --- XmlReader (XmlException messages) -------------------------------------------------------------
+
+export const XML_ROOT_MISSING = 'Root element is missing.';
+export const XML_ROOT_DATA = 'Data at the root level is invalid.';
+export const XML_DTD_PROHIBITED =
+  'For security reasons DTD is prohibited in this XML document. To enable DTD processing set the DtdProcessing property on XmlReaderSettings to Parse and pass the settings to XmlReader.Create method.';
+export const xmlTooDeep = (maxDepth: number): string => `The document nests elements deeper than ${maxDepth}.`;
+
+// --- The upstream, as .NET's HttpWebRequest would have reported it ---------------------------------
+
+export const TIMED_OUT = 'The operation has timed out';
+export const UNABLE_TO_CONNECT = 'Unable to connect to the remote server';
+export const CONNECTION_CLOSED = 'The underlying connection was closed: The connection was closed unexpectedly.';
+export const TOO_MANY_REDIRECTS = 'Too many automatic redirections were attempted.';
+
+/**
+ * The reason .NET's WebException gives for a status: its own text where it has one
+ * (`net_httpstatuscode_*`), else the status description, here the standard phrase.
+ */
+const DOTNET_STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  407: 'Proxy Authentication Required',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  410: 'Gone',
+  411: 'Length Required',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  502: 'Bad Gateway',
+  503: 'Server Unavailable',
+  504: 'Gateway Timeout',
+  505: 'Http Version Not Supported',
+};
+
+export function upstreamText(failure: UpstreamFailure): string {
+  switch (failure.code) {
+    case 'error_document':
+      return failure.message;
+    case 'status':
+      return `The remote server returned an error: (${failure.status}) ${DOTNET_STATUS_TEXT[failure.status] ?? STATUS_CODES[failure.status] ?? 'Unknown'}.`;
+    case 'too_many_redirects':
+      return TOO_MANY_REDIRECTS;
+    case 'timeout':
+      return TIMED_OUT;
+    case 'unreachable':
+      return UNABLE_TO_CONNECT;
+    case 'connection_closed':
+      return CONNECTION_CLOSED;
+    case 'too_large':
+      return 'The upstream answer exceeded the maximum response size.';
+    case 'not_xml':
+      return 'The upstream answer is not well-formed XML.';
+    case 'wrong_root':
+      return `The upstream answer has root element '${failure.root}', expected '${failure.expected}'.`;
+    case 'no_items':
+      return `The upstream answer has no ${failure.container} element.`;
+    case 'bad_total':
+      return 'The upstream answer has no valid totalDesigns attribute.';
+    case 'misaligned_page':
+      return `The upstream page at item ${failure.offset} has startResult ${failure.startResult ?? '(none)'} and ${failure.items} items of ${failure.pageSize}.`;
+    case 'count_mismatch':
+      return `The upstream pages hold ${failure.items} items, but report ${failure.total}.`;
+  }
+}
+
+// --- Translation: the proxy's own words for input it cannot translate ------------------------------
+
+export type TranslationDetail =
+  | { readonly code: 'unknown_product_type'; readonly productType: string }
+  /** The key is never echoed: it would end up in faults and logs. */
+  | { readonly code: 'unknown_api_key' }
+  | { readonly code: 'invalid_paging_value'; readonly name: string; readonly value: string }
+  | { readonly code: 'page_index_below_base'; readonly pageIndex: number; readonly base: number }
+  | { readonly code: 'page_size_below_one'; readonly pageSize: number }
+  | { readonly code: 'window_too_large' }
+  | { readonly code: 'window_page_cap'; readonly count: number; readonly pageCount: number; readonly maxPages: number }
+  | { readonly code: 'store_page_cap'; readonly total: number; readonly pageCount: number; readonly pageSize: number; readonly maxPages: number };
+
+export function translationText(detail: TranslationDetail): string {
+  switch (detail.code) {
+    case 'unknown_product_type':
+      return `Unknown product type '${detail.productType}'. Use merchandise ids or product type names such as 'Mug' or 'White T-Shirt'.`;
+    case 'unknown_api_key':
+      return 'The apiKey is not recognized.';
+    case 'invalid_paging_value':
+      return `Invalid value '${detail.value}' for ${detail.name}: expected a whole number from 0 to 999999999.`;
+    case 'page_index_below_base':
+      return `pageIndex must be ${detail.base} or greater; got ${detail.pageIndex}.`;
+    case 'page_size_below_one':
+      return `pageSize must be 1 or greater; got ${detail.pageSize}.`;
+    case 'window_too_large':
+      return 'The requested window is too large.';
+    case 'window_page_cap':
+      return `The requested window of ${detail.count} items needs ${detail.pageCount} upstream pages; one call fetches at most ${detail.maxPages}. Ask for fewer items.`;
+    case 'store_page_cap':
+      return `The store has ${detail.total} designs, which take ${detail.pageCount} upstream pages of ${detail.pageSize}; one StoreLookup fetches at most ${detail.maxPages} pages. Use StoreLookupPaged.`;
+  }
+}

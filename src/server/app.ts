@@ -1,0 +1,81 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import type { Config } from '../config.js';
+import { deprecationPlugin } from '../deprecation/plugin.js';
+import type { HitRecorder } from '../deprecation/hits.js';
+import { errorPage, type Answer } from '../inbound/answer.js';
+import { callBindings } from '../inbound/bindings.js';
+import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
+import type { Upstream } from '../outbound/upstream.js';
+import { callRunnerPlugin } from './call-runner.js';
+import { descriptionsPlugin } from './descriptions.js';
+import { dispatcherPlugin } from './dispatcher.js';
+import { requestUrl, send, servicePathOf } from './http.js';
+
+/**
+ * The HTTP front: fastify with four plugins (docs/architecture.md): deprecation signals and metrics,
+ * the call runner, the service descriptions, and the service dispatcher that routes every request
+ * under the service path the way ASMX did.
+ */
+
+export interface AppDependencies {
+  /** Defaults to an undici client of `config.upstream`, closed with the app. */
+  readonly upstream?: Upstream;
+  readonly logger?: FastifyBaseLogger;
+}
+
+export interface App {
+  readonly fastify: FastifyInstance;
+  readonly hits: HitRecorder;
+}
+
+/** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
+const FASTIFY_ERROR_ANSWERS: Readonly<Record<string, Answer>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: errorPage(413, MAX_REQUEST_LENGTH),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: errorPage(400, REQUEST_FORMAT_UNRECOGNIZED),
+};
+
+export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<App> {
+  const servicePath = config.server.servicePath;
+  const fastify = Fastify({
+    loggerInstance: deps.logger ?? pino({ level: config.log.level }),
+    bodyLimit: config.server.bodyLimitBytes,
+    requestTimeout: config.server.requestTimeoutMs,
+    trustProxy: config.server.trustProxy,
+    return503OnClosing: true,
+    // Request URLs carry apiKey in the query string: the deprecation hit is the request log.
+    logController: new LogController({ disableRequestLogging: true }),
+    // A malformed %-escape in the path makes the router give up (FST_ERR_BAD_URL) before any hook.
+    // ASP.NET keeps such an escape as written (HttpUtility.UrlDecode), so the request is dispatched
+    // like any other: `/index.asmx/%ZZ` names the method `%ZZ`. No hook runs on this path, so the
+    // deprecation headers and the sent Content-Type are taken here. The body is not read: a SOAP
+    // request (no PathInfo, not a GET) cannot be served without it; elsewhere it does not matter, since
+    // a method name with a malformed escape names none.
+    frameworkErrors: (_error, request, reply) => {
+      fastify.addDeprecationHeaders(request, reply);
+      request.sentContentType = request.headers['content-type'];
+      const path = requestUrl(request.url).pathname;
+      const soapEndpoint = servicePathOf(path, servicePath)?.length === path.length;
+      if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, BAD_REQUEST));
+      fastify.dispatch(request, reply).catch((err: unknown) => {
+        request.log.error({ err }, 'dispatch failed');
+        if (!reply.sent) send(reply, errorPage(500, INTERNAL_ERROR));
+      });
+    },
+  });
+
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    const known = error.code === undefined ? undefined : FASTIFY_ERROR_ANSWERS[error.code];
+    // fastify marks a request body that broke off (the client hung up while sending it) 400.
+    const broken = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
+    if (!known && !broken) request.log.error({ err: error }, 'unhandled error');
+    send(reply, known ?? errorPage(broken ? (error.statusCode as number) : 500, broken ? REQUEST_FORMAT_UNRECOGNIZED : INTERNAL_ERROR));
+  });
+
+  await fastify.register(deprecationPlugin, { deprecation: config.deprecation, servicePath });
+  await fastify.register(callRunnerPlugin, { config, ...(deps.upstream ? { upstream: deps.upstream } : {}) });
+  await fastify.register(descriptionsPlugin, { server: config.server, service: config.service });
+  await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });
+  fastify.get('/healthz', async () => ({ status: 'ok' }));
+  return { fastify, hits: fastify.hits };
+}

@@ -1,0 +1,47 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Config } from '../config.js';
+import { errorPage } from '../inbound/answer.js';
+import { describeService } from '../inbound/description/describe.js';
+import { INVALID_HOSTNAME } from '../messages.js';
+import { send } from './http.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Answers a GET of the service path: WSDL, disco or help (docs/wire.md §7). */
+    serveDescription(request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string): void;
+  }
+}
+
+export interface DescriptionsOptions {
+  readonly server: Config['server'];
+  readonly service: Config['service'];
+}
+
+/** The service descriptions, at the public address of the service (docs/wire.md §7.1). */
+export const descriptionsPlugin = fp<DescriptionsOptions>(
+  async (fastify, { server, service }) => {
+    fastify.decorate('serveDescription', (request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string) => {
+      const base = server.publicBaseUrl ?? requestBase(request.protocol, request.host);
+      // Addresses cannot be built from such a Host; HTTP.sys would have refused it before IIS.
+      if (base === null) return send(reply, errorPage(400, INVALID_HOSTNAME));
+      send(reply, describeService(service, query, `${base}${servicePath}`));
+    });
+  },
+  { name: 'descriptions', fastify: '5.x' },
+);
+
+/**
+ * Scheme and authority of the request as ASP.NET's Request.Url (a System.Uri) writes them: the host
+ * in lower case, a default port left out. `null` for a Host (or trusted X-Forwarded-Host) that is
+ * missing or no URL parser accepts.
+ */
+function requestBase(protocol: string, host: string | undefined): string | null {
+  if (host === undefined || host === '') return null;
+  try {
+    const { origin, pathname, search, username, password } = new URL(`${protocol}://${host}`);
+    return pathname === '/' && search === '' && username === '' && password === '' && origin !== 'null' ? origin : null;
+  } catch {
+    return null;
+  }
+}

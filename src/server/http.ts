@@ -1,0 +1,28 @@
+import type { FastifyReply } from 'fastify';
+import type { Answer } from '../inbound/answer.js';
+
+/** What the fastify plugins of the HTTP front share: sending an answer, reading the request target. */
+
+export function send(reply: FastifyReply, answer: Answer): void {
+  reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl).send(answer.body);
+}
+
+/**
+ * The request target as a URL; the path normalised as IIS does (`.` and `..` segments resolved).
+ * A target no URL parser accepts (an absolute form such as `http://[x`) is outside the service.
+ */
+export function requestUrl(target: string): URL {
+  try {
+    return new URL(target, 'http://localhost');
+  } catch {
+    return new URL('http://localhost/');
+  }
+}
+
+/** The service path as the request spelled it (IIS matches it in any case), or null if not ours. */
+export function servicePathOf(pathname: string, servicePath: string): string | null {
+  const lower = pathname.toLowerCase();
+  const path = servicePath.toLowerCase();
+  if (lower === path || lower.startsWith(`${path}/`)) return pathname.slice(0, path.length);
+  return null;
+}
