@@ -61,7 +61,7 @@ export class TranslationError extends CallError {
 // --- Upstream --------------------------------------------------------------------------------------
 
 /**
- * What went wrong with the upstream, at the transport or document level. The outbound client never
+ * What went wrong with the upstream, at the transport or document level. The outbound side never
  * words these for the legacy client; src/messages.ts gives each code the text .NET would have shown.
  */
 export type UpstreamFailure =

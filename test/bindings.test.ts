@@ -6,14 +6,23 @@ import { attribute, childElements, type XmlElement } from '../src/xml/tree.js';
 import { writeXml } from '../src/xml/write.js';
 import { itemIds } from './support/pages.js';
 import { startProxy } from './support/proxy.js';
+import {
+  SERVICE_NAMESPACE,
+  SOAP11_ENV,
+  SOAP12_CONTENT_TYPE,
+  SOAP12_ENV,
+  XML_CONTENT_TYPE,
+  XML_DECLARATION,
+  XSD_NS,
+  XSI_NS,
+} from './support/wire.js';
 
 /**
  * All twenty operation × binding combinations over real loopback HTTP, against the embedded demo
  * upstream, as `npm start` runs them. Expected results come from asking the demo upstream directly
- * for what the translation decisions say the proxy must ask (cp-upstream.md §11).
+ * for what the translation decisions say the proxy must ask (docs/upstream.md §11).
  */
 
-const NS = 'http://tempuri.org/';
 const APP_KEY = 'demo-app-key';
 type Binding = 'SOAP 1.1' | 'SOAP 1.2' | 'HTTP GET' | 'HTTP POST';
 const BINDINGS: readonly Binding[] = ['SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST'];
@@ -47,13 +56,13 @@ interface Answer {
 }
 
 function soapEnvelope(version: '1.1' | '1.2', op: OperationName, params: Params): string {
-  const envNs = version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope';
+  const envNs = version === '1.1' ? SOAP11_ENV : SOAP12_ENV;
   // Parameters in declaration order, as generated clients send them.
   const children = findOperation(op)!
     .params.filter((p) => p.name in params)
     .map((p) => `<${p.name}>${escape(String(params[p.name]))}</${p.name}>`)
     .join('');
-  return `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><${op} xmlns="${NS}">${children}</${op}></soap:Body></soap:Envelope>`;
+  return `${XML_DECLARATION}<soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
 }
 
 function escape(text: string): string {
@@ -67,14 +76,14 @@ async function call(binding: Binding, op: OperationName, params: Params): Promis
     case 'SOAP 1.1':
       response = await fetch(`${proxy.url}/index.asmx`, {
         method: 'POST',
-        headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${NS}${op}"` },
+        headers: { 'content-type': XML_CONTENT_TYPE, soapaction: `"${SERVICE_NAMESPACE}${op}"` },
         body: soapEnvelope('1.1', op, params),
       });
       break;
     case 'SOAP 1.2':
       response = await fetch(`${proxy.url}/index.asmx`, {
         method: 'POST',
-        headers: { 'content-type': `application/soap+xml; charset=utf-8; action="${NS}${op}"` },
+        headers: { 'content-type': `${SOAP12_CONTENT_TYPE}; action="${SERVICE_NAMESPACE}${op}"` },
         body: soapEnvelope('1.2', op, params),
       });
       break;
@@ -92,13 +101,13 @@ async function call(binding: Binding, op: OperationName, params: Params): Promis
   return { status: response.status, contentType: response.headers.get('content-type'), body: await response.text(), headers: response.headers };
 }
 
-/** The result root, after checking the binding's exact framing (asmx-wire.md §4, §6.4). */
+/** The result root, after checking the binding's exact framing (docs/wire.md §4, §6.4). */
 function resultOf(binding: Binding, op: OperationName, answer: Answer): XmlElement {
   expect(answer.status).toBe(200);
   expect(answer.headers.get('cache-control')).toBe('private, max-age=0');
   expect(answer.headers.get('deprecation')).toMatch(/^@\d+$/);
   if (binding === 'HTTP GET' || binding === 'HTTP POST') {
-    expect(answer.contentType).toBe('text/xml; charset=utf-8');
+    expect(answer.contentType).toBe(XML_CONTENT_TYPE);
     expect(answer.body.startsWith('<?xml version="1.0" encoding="utf-8"?>\r\n<searchResultSet ')).toBe(true);
     expect(answer.body).not.toMatch(/[^\r]\n/);
     expect(answer.body).toMatch(/\r\n  <mainResults/);
@@ -106,8 +115,8 @@ function resultOf(binding: Binding, op: OperationName, answer: Answer): XmlEleme
     return parseXml(answer.body);
   }
   const soap11 = binding === 'SOAP 1.1';
-  expect(answer.contentType).toBe(soap11 ? 'text/xml; charset=utf-8' : 'application/soap+xml; charset=utf-8');
-  const envNs = soap11 ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope';
+  expect(answer.contentType).toBe(soap11 ? XML_CONTENT_TYPE : SOAP12_CONTENT_TYPE);
+  const envNs = soap11 ? SOAP11_ENV : SOAP12_ENV;
   expect(answer.body).toMatch(
     new RegExp(
       `^<\\?xml version="1\\.0" encoding="utf-8"\\?><soap:Envelope xmlns:soap="${envNs.replace(/\./g, '\\.')}" xmlns:xsi="http://www\\.w3\\.org/2001/XMLSchema-instance" xmlns:xsd="http://www\\.w3\\.org/2001/XMLSchema"><soap:Body><${op}Response xmlns="http://tempuri\\.org/"><${op}Result><searchResultSet xmlns="" `,
@@ -267,7 +276,7 @@ describe('errors keep the binding form', () => {
   });
 
   it('keeps serving after malformed input', async () => {
-    const garbage = await fetch(`${proxy.url}/index.asmx`, { method: 'POST', headers: { 'content-type': 'text/xml', soapaction: `"${NS}Search"` }, body: '<soap:Envelope' });
+    const garbage = await fetch(`${proxy.url}/index.asmx`, { method: 'POST', headers: { 'content-type': 'text/xml', soapaction: `"${SERVICE_NAMESPACE}Search"` }, body: '<soap:Envelope' });
     expect(garbage.status).toBe(400);
     expect(await garbage.text()).toBe('');
     const answer = await call('SOAP 1.1', 'Search', { query: 'dog' });
@@ -279,7 +288,7 @@ describe('service description and operations signals', () => {
   it('serves ?WSDL with addresses built from the request, and the four ports', async () => {
     const response = await fetch(`${proxy.url}/index.asmx?WSDL`);
     expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('text/xml; charset=utf-8');
+    expect(response.headers.get('content-type')).toBe(XML_CONTENT_TYPE);
     const wsdl = await response.text();
     const address = `${proxy.url}/index.asmx`;
     for (const port of ['soap:address', 'soap12:address', 'http:address']) expect(wsdl).toContain(`<${port} location="${address}" />`);

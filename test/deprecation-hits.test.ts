@@ -3,22 +3,23 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { buildApp, type App } from '../src/server/app.js';
-import { recordingUpstream, type RecordingUpstream } from './support/pages.js';
-import { SERVICE_NAMESPACE, SOAP11_ENV, SOAP12_ENV } from './support/wire.js';
+import { recordingUpstream } from './support/pages.js';
+import type { StubUpstream } from './support/stub-upstream.js';
+import { SERVICE_NAMESPACE, SOAP11_ENV, SOAP12_CONTENT_TYPE, SOAP12_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
 
 /**
  * Every call is one deprecation hit with the same fields, whichever binding it came in on: the
  * dashboards count callers per operation and binding from these lines and from `legacy_calls_total`.
  */
 
-let upstream: RecordingUpstream;
+let upstream: StubUpstream;
 let app: App;
 let base: string;
 const lines: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   upstream = await recordingUpstream(100);
-  const config = loadConfig({ UPSTREAM_URL: upstream.url }, { log: { level: 'info' } });
+  const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'info' } });
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
   app = await buildApp(config, { logger });
   base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
@@ -44,12 +45,12 @@ function call(binding: Binding, op: string, params: Readonly<Record<string, stri
     return fetch(`${base}/index.asmx/${op}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
   }
   const children = fields.map(([name, value]) => `<${name}>${value}</${name}>`).join('');
-  const envelope = `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${binding === 'soap11' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
+  const envelope = `${XML_DECLARATION}<soap:Envelope xmlns:soap="${binding === 'soap11' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
   const action = `${SERVICE_NAMESPACE}${op}`;
   const soapHeaders: Record<string, string> =
     binding === 'soap11'
-      ? { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${action}"` }
-      : { 'content-type': `application/soap+xml; charset=utf-8; action="${action}"` };
+      ? { 'content-type': XML_CONTENT_TYPE, soapaction: `"${action}"` }
+      : { 'content-type': `${SOAP12_CONTENT_TYPE}; action="${action}"` };
   return fetch(`${base}/index.asmx`, { method: 'POST', headers: { ...headers, ...soapHeaders }, body: envelope });
 }
 

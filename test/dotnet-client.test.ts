@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../src/demo/catalog.js';
 import type { Running } from '../src/main.js';
 import { parseXml } from '../src/xml/parse.js';
-import { demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
+import { STORE_PAGE_SIZE, demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
 import { ampersandProduct, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
 import {
   NO_SUCH_STORE_FAULT,
@@ -35,10 +35,10 @@ import {
  * What the client sees (Mono 6.8):
  * - A result is the `XmlNode` the proxy returns (an `XmlElement`, the `searchResultSet`); the driver
  *   prints its `OuterXml`, parsed here. The driver also reports the Content-Type/SOAPAction the proxy
- *   sent and the status/Content-Type it got back (asmx-wire.md §4, §8).
+ *   sent and the status/Content-Type it got back (docs/wire.md §4, §8).
  * - A fault is a `SoapException`: `Code` is the fault code as a qualified name in the envelope's
  *   namespace, unmapped: `Client`/`Server` in the SOAP 1.1 namespace, `Sender`/`Receiver` in the
- *   SOAP 1.2 one; no `SubCode`; `Message` is the fault text decoded once (asmx-wire.md §5).
+ *   SOAP 1.2 one; no `SubCode`; `Message` is the fault text decoded once (docs/wire.md §5).
  *
  * When `wsdl`, `mcs` or `mono` is missing the suite is skipped, unless REQUIRE_OTHER_CLIENTS=1 (set in
  * CI, which installs mono-devel): then it fails.
@@ -132,7 +132,7 @@ function callArgument([op, ...args]: Call): string {
 
 // --- Reading results ---------------------------------------------------------------------------------
 
-/** The request went out as the generated proxy of `version` sends it (asmx-wire.md §8). */
+/** The request went out as the generated proxy of `version` sends it (docs/wire.md §8). */
 function expectSentAs(record: CallRecord, version: SoapVersionCase): void {
   const action = `${SERVICE_NAMESPACE}${record.op}`;
   expect(record.soapVersion).toBe(version.proxySoapVersion);
@@ -166,8 +166,6 @@ function expectFault(record: CallRecord | undefined, version: SoapVersionCase, c
 
 // --- The tests -----------------------------------------------------------------------------------------
 
-/** config/default.json `paging.storeLookupPageSize`: StoreLookup of a larger store takes several upstream pages. */
-const STORE_PAGE_SIZE = 256;
 const PAGE = { pageIndex: 2, pageSize: 100 }; // items 200–299: across the first upstream store page
 const WINDOW = { start: 3, max: 5 };
 /** Markup, quotes and non-ASCII text in a string parameter, to see the proxy's encoding decoded right. */
@@ -309,7 +307,7 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
       const { design } = ampersandProduct(catalog);
       const set = resultOf(calls.product, version);
       expect(set.items.map((item) => [item.mediaId, item.productNumbers])).toEqual([[design.mediaId, [design.products[1]?.productNumber]]]);
-      // The upstream escapes once more than XML needs (cp-upstream.md §5); the client decodes once.
+      // The upstream escapes once more than XML needs (docs/upstream.md §5); the client decodes once.
       expect(set.items[0]?.storeNames).toEqual([design.store.name.replace(/&/g, '&amp;')]);
     });
 

@@ -4,8 +4,9 @@ import { OPERATIONS, type OperationSpec } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../src/xml/tree.js';
 import { testService } from './support/config.js';
+import { SOAP11_ENV, SOAP12_ENV } from './support/wire.js';
 
-// Expected texts are copied from asmx-wire.md §7.4 and legacy-interface.md §4/§9.
+// Expected texts are copied from docs/wire.md §0, §7.2 (the deprecation notices) and §7.4.
 
 const URL = 'https://legacy.example.com/index.asmx';
 const service = testService;
@@ -36,8 +37,6 @@ function sampleEnvelope(pre: string): XmlElement {
   return parseXml(text.slice(text.indexOf('\r\n\r\n') + 4));
 }
 
-const SOAP11 = 'http://schemas.xmlsoap.org/soap/envelope/';
-const SOAP12 = 'http://www.w3.org/2003/05/soap-envelope';
 const PLACEHOLDERS_SENTENCE = (protocol: string): string =>
   `<p>The following is a sample ${protocol} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.</p>`;
 
@@ -141,7 +140,7 @@ describe('renderOperationHelp', () => {
     expect(soapRequest!.endsWith('&lt;/soap:Envelope&gt;')).toBe(true);
 
     const envelope = sampleEnvelope(soapRequest!);
-    expect([envelope.uri, envelope.local]).toEqual([SOAP11, 'Envelope']);
+    expect([envelope.uri, envelope.local]).toEqual([SOAP11_ENV, 'Envelope']);
     const [call] = childElements(childElements(envelope)[0]!);
     expect([call!.uri, call!.local]).toEqual(['http://tempuri.org/', 'StoreLookupPaged']);
     expect(childElements(call!).map((field) => [field.uri, field.local, innerText(field)])).toEqual([
@@ -164,7 +163,7 @@ describe('renderOperationHelp', () => {
         '    &lt;/StoreLookupPagedResponse&gt;',
     );
     const envelope = sampleEnvelope(soapResponse!);
-    expect([envelope.uri, envelope.local]).toEqual([SOAP11, 'Envelope']);
+    expect([envelope.uri, envelope.local]).toEqual([SOAP11_ENV, 'Envelope']);
   });
 
   it('shows SOAP 1.2 with its content type and envelope, and no SOAPAction header', () => {
@@ -179,7 +178,7 @@ describe('renderOperationHelp', () => {
     expect(soap12Response).toContain('Content-Type: application/soap+xml; charset=utf-8');
     for (const pre of [soap12Request!, soap12Response!]) {
       const envelope = sampleEnvelope(pre);
-      expect([envelope.uri, envelope.local]).toEqual([SOAP12, 'Envelope']);
+      expect([envelope.uri, envelope.local]).toEqual([SOAP12_ENV, 'Envelope']);
       expect(envelope.attributes.map((attr) => attr.name)).toEqual(['xmlns:xsi', 'xmlns:xsd', 'xmlns:soap12']);
     }
     expect(childElements(childElements(sampleEnvelope(soap12Request!))[0]!)[0]!.local).toBe('StoreLookupPaged');

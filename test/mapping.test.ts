@@ -8,7 +8,7 @@ import { UNKNOWN_PRODUCT_TYPE_HOVERCRAFT } from './support/wire.js';
 const config = testConfig();
 const captions = captionIndex(config.mapping.merchandise);
 
-describe('productTypes → merchandiseIds (cp-upstream.md §11.4)', () => {
+describe('productTypes → merchandiseIds (docs/upstream.md §11.4)', () => {
   it.each([
     ['2', '2'],
     ['69,72,73', '69,72,73'],
@@ -49,7 +49,7 @@ describe('productTypes → merchandiseIds (cp-upstream.md §11.4)', () => {
   });
 });
 
-describe('sort (cp-upstream.md §11.5)', () => {
+describe('sort (docs/upstream.md §11.5)', () => {
   const table = config.mapping.sort;
   it.each([
     ['by_score_desc', 'by_score_desc'],
@@ -70,7 +70,7 @@ describe('sort (cp-upstream.md §11.5)', () => {
   });
 });
 
-describe('apiKey → appKey (cp-upstream.md §11.6)', () => {
+describe('apiKey → appKey (docs/upstream.md §11.6)', () => {
   const upstream = (overrides: object) => ({ ...config.upstream, ...overrides });
 
   it('forward: the caller key, else the configured appKey', () => {

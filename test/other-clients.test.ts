@@ -14,8 +14,10 @@ import {
   REFUSED_CONNECTION_FAULT,
   SERVICE_NAMESPACE,
   SOAP11_WIRE,
+  SOAP12_CONTENT_TYPE,
   SOAP12_WIRE,
   UNKNOWN_PRODUCT_TYPE_HOVERCRAFT,
+  XML_CONTENT_TYPE,
   type OperationName,
   type SoapVersionWire,
 } from './support/wire.js';
@@ -33,10 +35,10 @@ import {
  *   envelope and with the catalog.
  * - SOAP 1.2: PHP with `soap_version => SOAP_1_2`, zeep bound to the `{Svc}Soap12` port. Both send
  *   `application/soap+xml; charset=utf-8; action="{action}"`; zeep also sends a `SOAPAction` header,
- *   which the SOAP 1.2 router ignores (asmx-wire.md §2.3).
+ *   which the SOAP 1.2 router ignores (docs/wire.md §2.3).
  * - Faults: PHP throws SoapFault (`faultcode`, `faultstring`), zeep raises zeep.exceptions.Fault
  *   (`code`, `message`). Both report the code as the QName text written in the fault, so the
- *   `soap:Client`/`soap:Server` (1.1) and `soap:Sender`/`soap:Receiver` (1.2) of asmx-wire.md §5.1 arrive
+ *   `soap:Client`/`soap:Server` (1.1) and `soap:Sender`/`soap:Receiver` (1.2) of docs/wire.md §5.1 arrive
  *   verbatim, the prefix being the envelope's, and the text decoded once (`--->`, not `---&gt;`).
  *
  * The clients come from Debian packages. Where they are missing the suite is skipped, unless
@@ -180,10 +182,10 @@ function expectRequestInVersion(record: CallRecord, version: SoapVersionCase, cl
   const action = `${SERVICE_NAMESPACE}${record.operation}`;
   const headers = record.request?.headers ?? {};
   if (version.version === '1.1') {
-    expect(headers['content-type']).toBe('text/xml; charset=utf-8');
+    expect(headers['content-type']).toBe(XML_CONTENT_TYPE);
     expect(headers['soapaction']).toBe(`"${action}"`);
   } else {
-    expect(headers['content-type']).toBe(`application/soap+xml; charset=utf-8; action="${action}"`);
+    expect(headers['content-type']).toBe(`${SOAP12_CONTENT_TYPE}; action="${action}"`);
     expect(headers['soapaction']).toBe(client.soap12SoapAction ? `"${action}"` : undefined);
   }
   const envelope = parseXml(record.request?.body ?? '');
@@ -298,7 +300,7 @@ for (const client of CLIENTS) {
           const { design, product } = ampersandProduct(catalog);
           const set = resultOf(record('product'), version);
           expect(set.items.map((item) => [item.mediaId, item.productNumbers])).toEqual([[design.mediaId, [product.productNumber]]]);
-          // The upstream escapes once more than XML needs (cp-upstream.md §5); the client decodes once.
+          // The upstream escapes once more than XML needs (docs/upstream.md §5); the client decodes once.
           expect(set.items[0]?.storeNames).toEqual([design.store.name.replace(/&/g, '&amp;')]);
         });
 

@@ -1,16 +1,16 @@
-import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config.js';
 import { UpstreamError } from '../src/errors.js';
 import { CONNECTION_CLOSED, TIMED_OUT, UNABLE_TO_CONNECT } from '../src/messages.js';
-import { createUpstream, readAnswer, type Upstream, type UpstreamOutcome } from '../src/outbound/upstream.js';
+import { createUpstream, readResponse, type Upstream, type UpstreamOutcome } from '../src/outbound/upstream.js';
 import type { UpstreamRequest } from '../src/translate/plan.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
+import { startStubUpstream, type StubHandler, type StubUpstream } from './support/stub-upstream.js';
 
-// The outbound client against real loopback servers (undici does not go through node:http, so nock
-// cannot stand in for the upstream). Expected texts: docs/upstream.md §5, §7 and §11.8.
+// The outbound client against real loopback servers (test/support/stub-upstream.ts). Expected texts:
+// docs/upstream.md §5, §7 and §11.8.
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -91,26 +91,7 @@ function bigResult(bytes: number): string {
 // ---------------------------------------------------------------------------------------------
 // Helpers: loopback servers and clients, all closed after each test
 
-type Handler = (req: IncomingMessage, res: ServerResponse, index: number) => void;
-
-interface SeenRequest {
-  readonly method: string | undefined;
-  readonly url: string | undefined;
-  readonly accept: string | undefined;
-  readonly authorization: string | undefined;
-}
-
-interface FakeUpstream {
-  /** `http://127.0.0.1:PORT` */
-  readonly origin: string;
-  readonly port: number;
-  readonly requests: SeenRequest[];
-  /** TCP connections accepted so far. */
-  connections(): number;
-  close(): Promise<void>;
-}
-
-const openServers: FakeUpstream[] = [];
+const openServers: StubUpstream[] = [];
 const openClients: Upstream[] = [];
 
 afterEach(async () => {
@@ -118,40 +99,16 @@ afterEach(async () => {
   await Promise.all(openServers.splice(0).map((server) => server.close()));
 });
 
-/** A loopback HTTP server on a free port; `handler` sees each request with its 0-based index. */
-async function startUpstream(handler: Handler): Promise<FakeUpstream> {
-  const requests: SeenRequest[] = [];
-  let connections = 0;
-  const server = createServer((req, res) => {
-    requests.push({ method: req.method, url: req.url, accept: req.headers.accept, authorization: req.headers.authorization });
-    handler(req, res, requests.length - 1);
-  });
-  server.on('connection', () => {
-    connections++;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  let closed: Promise<void> | undefined;
-  const upstream: FakeUpstream = {
-    origin: `http://127.0.0.1:${port}`,
-    port,
-    requests,
-    connections: () => connections,
-    close() {
-      closed ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      return closed;
-    },
-  };
+/** A stub upstream, closed after the test. */
+async function startUpstream(handler: StubHandler): Promise<StubUpstream> {
+  const upstream = await startStubUpstream(handler);
   openServers.push(upstream);
   return upstream;
 }
 
 /** A handler that answers every request with `status`, `body` and `headers`. */
 const answer =
-  (status: number, body: string, headers: OutgoingHttpHeaders = XML_TYPE): Handler =>
+  (status: number, body: string, headers: OutgoingHttpHeaders = XML_TYPE): StubHandler =>
   (_req, res) => {
     res.writeHead(status, headers).end(body);
   };
@@ -214,9 +171,9 @@ const items = (root: XmlElement): XmlElement[] =>
 
 // ---------------------------------------------------------------------------------------------
 
-describe('readAnswer', () => {
+describe('readResponse', () => {
   it('returns the searchResultSet root of a 2xx answer', () => {
-    const root = readAnswer(200, SEARCH_RESULT);
+    const root = readResponse(200, SEARCH_RESULT);
     expect(root.name).toBe('searchResultSet');
     expect(root.attributes.map((a) => [a.name, a.value])).toEqual(ROOT_ATTRIBUTES);
     expect(items(root)).toHaveLength(2);
@@ -234,7 +191,7 @@ describe('readAnswer', () => {
     { status: 503, body: '', message: 'The remote server returned an error: (503) Server Unavailable.' },
     { status: 504, body: SEARCH_RESULT, message: 'The remote server returned an error: (504) Gateway Timeout.' },
   ])('$status with $body.length body chars: "$message"', ({ status, body, message }) => {
-    const err = thrown(() => readAnswer(status, body));
+    const err = thrown(() => readResponse(status, body));
     expect(err).toBeInstanceOf(UpstreamError);
     const statusError = err as UpstreamError;
     expect(statusError.message).toBe(message);
@@ -243,9 +200,9 @@ describe('readAnswer', () => {
   });
 
   it('reads a <help> document in a 200 answer as the upstream error, its message trimmed', () => {
-    expect(thrown(() => readAnswer(200, HELP))).toMatchObject({ message: INVALID_SORT, reason: 'upstream_error' });
+    expect(thrown(() => readResponse(200, HELP))).toMatchObject({ message: INVALID_SORT, reason: 'upstream_error' });
     const padded = '<help>\n  <exception-message>\n    No such product.\n  </exception-message>\n</help>';
-    expect(() => readAnswer(200, padded)).toThrow('No such product.');
+    expect(() => readResponse(200, padded)).toThrow('No such product.');
   });
 
   it.each([
@@ -255,7 +212,7 @@ describe('readAnswer', () => {
     { name: 'DOCTYPE', body: '<!DOCTYPE x [<!ENTITY e "boom">]><searchResultSet>&e;</searchResultSet>', message: 'The upstream answer is not well-formed XML.' },
     { name: 'wrong root', body: '<products/>', message: "The upstream answer has root element 'products', expected 'searchResultSet'." },
   ])('refuses a 200 answer that is $name as upstream_invalid', ({ body, message }) => {
-    expect(thrown(() => readAnswer(200, body))).toMatchObject({ message, reason: 'upstream_invalid' });
+    expect(thrown(() => readResponse(200, body))).toMatchObject({ message, reason: 'upstream_invalid' });
   });
 });
 
@@ -285,7 +242,8 @@ describe('upstream client', () => {
 
       await client.fetch(SEARCH);
 
-      expect(upstream.requests).toEqual([
+      const seen = upstream.requests.map(({ method, url, headers }) => ({ method, url, accept: headers.accept, authorization: headers.authorization }));
+      expect(seen).toEqual([
         { method: 'GET', url: '/product.search.cp?v=3&appKey=k&query=dog', accept: 'text/xml, application/xml', authorization: undefined },
       ]);
     });
@@ -297,7 +255,7 @@ describe('upstream client', () => {
       await client.fetch(SEARCH);
 
       expect(upstream.requests[0]?.url).toBe('/api/product.search.cp?v=3&appKey=k&query=dog');
-      expect(upstream.requests[0]?.authorization).toBe(`Basic ${Buffer.from('gateway-user:p@ss:word').toString('base64')}`);
+      expect(upstream.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from('gateway-user:p@ss:word').toString('base64')}`);
     });
 
     it('URL-encodes parameter values', async () => {
@@ -363,7 +321,7 @@ describe('upstream client', () => {
     });
   });
 
-  describe('upstream errors (cp-upstream.md §7, §11.8)', () => {
+  describe('upstream errors (docs/upstream.md §7, §11.8)', () => {
     it.each([
       { name: '400 <help>', status: 400, headers: XML_TYPE, body: HELP, message: INVALID_SORT, reason: 'upstream_status' },
       { name: '200 <help>', status: 200, headers: XML_TYPE, body: HELP, message: INVALID_SORT, reason: 'upstream_error' },
@@ -446,7 +404,7 @@ describe('upstream client', () => {
       { framing: 'Content-Length', headers: { ...XML_TYPE, 'content-length': String(Buffer.byteLength(body)) } },
       { framing: 'chunked', headers: XML_TYPE },
     ])('refuses a 10 KB answer over a 2 KB cap ($framing)', async ({ headers }) => {
-      expect(() => readAnswer(200, body)).not.toThrow();
+      expect(() => readResponse(200, body)).not.toThrow();
       const upstream = await startUpstream(answer(200, body, headers));
       const { client } = clientFor(upstream.origin, { maxResponseBytes: 2048 });
 
@@ -485,7 +443,7 @@ describe('upstream client', () => {
   describe('retry of a dropped connection', () => {
     /** Destroys the socket unanswered for the first `drops` requests, answers properly afterwards. */
     const dropFirst =
-      (drops: number): Handler =>
+      (drops: number): StubHandler =>
       (req, res, index) => {
         if (index < drops) req.socket.destroy();
         else answer(200, SEARCH_RESULT)(req, res, index);
@@ -526,7 +484,7 @@ describe('upstream client', () => {
 
   describe('observe', () => {
     it('reports one outcome per fetch with the path, outcome and status', async () => {
-      const byQuery: Record<string, Handler> = {
+      const byQuery: Record<string, StubHandler> = {
         ok: answer(200, SEARCH_RESULT),
         gone: answer(503, ''),
         help: answer(200, HELP),
@@ -569,22 +527,22 @@ describe('secrets in upstream error messages', () => {
   const help = (message: string): string => `<help>\n  <exception-message>${message}</exception-message>\n</help>`;
 
   it.each([400, 200])('redacts the appKey sent when the upstream echoes it in <help> (status %i)', (status) => {
-    expect(() => readAnswer(status, help('Invalid appKey s3cr3t-key for v=3.'), ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+    expect(() => readResponse(status, help('Invalid appKey s3cr3t-key for v=3.'), ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
   });
 
   it('redacts the URL-encoded spellings too', () => {
-    expect(() => readAnswer(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ['SECRET+1 x'])).toThrow(
+    expect(() => readResponse(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ['SECRET+1 x'])).toThrow(
       /^Bad request \/p\?appKey=\[redacted\]&v=3 and appKey=\[redacted\]$/,
     );
   });
 
   it('redacts a key that ends a sentence or is followed by a hyphen', () => {
-    expect(() => readAnswer(403, help('Unknown appKey SECRET42.'), ['SECRET42'])).toThrow(/^Unknown appKey \[redacted\]\.$/);
-    expect(() => readAnswer(403, help('key abc123- rejected'), ['abc123'])).toThrow(/^key \[redacted\]- rejected$/);
+    expect(() => readResponse(403, help('Unknown appKey SECRET42.'), ['SECRET42'])).toThrow(/^Unknown appKey \[redacted\]\.$/);
+    expect(() => readResponse(403, help('key abc123- rejected'), ['abc123'])).toThrow(/^key \[redacted\]- rejected$/);
   });
 
   it('redacts a short key only as a whole token, leaving the words around it alone', () => {
-    expect(() => readAnswer(400, help('bad key a for v=3'), ['a'])).toThrow(/^bad key \[redacted\] for v=3$/);
+    expect(() => readResponse(400, help('bad key a for v=3'), ['a'])).toThrow(/^bad key \[redacted\] for v=3$/);
   });
 });
 

@@ -4,7 +4,7 @@ import type { Catalog, Design, Product } from '../src/demo/catalog.js';
 import type { Running } from '../src/main.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, type XmlElement } from '../src/xml/tree.js';
-import { demoCatalog, startProxyPair } from './support/clients.js';
+import { STORE_PAGE_SIZE, demoCatalog, startProxyPair } from './support/clients.js';
 import {
   ampersandProduct,
   childNamed,
@@ -20,6 +20,9 @@ import {
   SERVICE_NAMESPACE,
   SOAP11_WIRE,
   SOAP12_WIRE,
+  XML_DECLARATION,
+  XSD_NS,
+  XSI_NS,
   type OperationName,
   type SoapVersionWire,
 } from './support/wire.js';
@@ -27,7 +30,7 @@ import {
 /**
  * The `soap` npm package as a real WSDL-driven client of the proxy: the client is built from the
  * served `?WSDL` and calls all five operations over SOAP 1.1 and SOAP 1.2, and every result is
- * checked against the demo catalog (asmx-wire.md §4, §5; legacy-interface.md §4).
+ * checked against the demo catalog (docs/wire.md §0, §4, §5).
  *
  * How this client picks the SOAP version (soap 1.13): the port only picks the address and the
  * binding's soapAction; the envelope is SOAP 1.2 (`application/soap+xml; action="…"`, no SOAPAction
@@ -41,9 +44,7 @@ import {
  * that the client's object tree holds the same items.
  */
 
-/** config/default.json: `paging.storeLookupPageSize`, the upstream page size of StoreLookup. */
-const STORE_PAGE_SIZE = 256;
-/** The demo upstream's default page of `product.search.cp` (cp-upstream.md §2.1). */
+/** The demo upstream's default page of `product.search.cp` (docs/upstream.md §2.1). */
 const SEARCH_DEFAULT_PAGE = 60;
 
 // --- The soap client, typed loosely ----------------------------------------------------------------
@@ -139,12 +140,12 @@ function expectRequestInVersion(pc: PortClient, op: OperationName): void {
 
 function envelopeStart(version: SoapVersionCase): string {
   return (
-    '<?xml version="1.0" encoding="utf-8"?>' +
-    `<soap:Envelope xmlns:soap="${version.envelopeNs}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">`
+    XML_DECLARATION +
+    `<soap:Envelope xmlns:soap="${version.envelopeNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`
   );
 }
 
-/** The whole fault envelope of asmx-wire.md §5.1, `text` already escaped. */
+/** The whole fault envelope of docs/wire.md §5.1, `text` already escaped. */
 function faultEnvelope(version: SoapVersionCase, code: string, text: string): string {
   const fault =
     version.portSuffix === 'Soap'
@@ -162,7 +163,7 @@ function rawResponse(pc: PortClient): string {
 // --- Reading results -------------------------------------------------------------------------------
 
 /**
- * The success envelope of asmx-wire.md §4 in the version of the call: `{Op}Response` in the service
+ * The success envelope of docs/wire.md §4 in the version of the call: `{Op}Response` in the service
  * namespace holding `{Op}Result`, holding the un-namespaced `searchResultSet`.
  */
 function resultSetOf(pc: PortClient, op: OperationName): ResultSet {
@@ -415,7 +416,7 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
       expect(products.map((found) => [found.productNumber, found.productTypeNumber])).toEqual([
         [product.productNumber, product.merchandiseId],
       ]);
-      // Decoded once, the text still holds the upstream's first escape (cp-upstream.md §5).
+      // Decoded once, the text still holds the upstream's first escape (docs/upstream.md §5).
       expect(products[0]?.attributes.storeName).toBe(design.store.name.replace(/&/g, '&amp;'));
     });
   });

@@ -4,21 +4,30 @@ import { readSoapRequest, type SoapRequest } from '../src/inbound/soap/read.js';
 import { faultEnvelope, successEnvelope } from '../src/inbound/soap/write.js';
 import { findOperation } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
-
-const NS = 'http://tempuri.org/';
-const SOAP11 = 'http://schemas.xmlsoap.org/soap/envelope/';
-const SOAP12 = 'http://www.w3.org/2003/05/soap-envelope';
+import {
+  INT32_OUT_OF_RANGE,
+  NOT_AN_INT32,
+  SERVICE_NAMESPACE,
+  SOAP11_ENV,
+  SOAP12_CONTENT_TYPE,
+  SOAP12_ENV,
+  UNABLE_TO_PROCESS,
+  UNABLE_TO_READ,
+  XML_CONTENT_TYPE,
+  XML_DECLARATION,
+  XSI_NS,
+} from './support/wire.js';
 
 function envelope(envNs: string, body: string): Buffer {
   return Buffer.from(
-    `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><soap:Body>${body}</soap:Body></soap:Envelope>`,
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="${XSI_NS}"><soap:Body>${body}</soap:Body></soap:Envelope>`,
   );
 }
 
-const storeLookupPaged = `<StoreLookupPaged xmlns="${NS}"><storeId>cybersprocket</storeId><pageIndex>2</pageIndex><pageSize> 25 </pageSize></StoreLookupPaged>`;
+const storeLookupPaged = `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId>cybersprocket</storeId><pageIndex>2</pageIndex><pageSize> 25 </pageSize></StoreLookupPaged>`;
 
 function read(request: Partial<SoapRequest> & { body: Buffer }) {
-  return readSoapRequest({ contentType: 'text/xml; charset=utf-8', soapAction: undefined, ...request }, NS);
+  return readSoapRequest({ contentType: XML_CONTENT_TYPE, soapAction: undefined, ...request }, SERVICE_NAMESPACE);
 }
 
 function faultOf(request: Partial<SoapRequest> & { body: Buffer }): SoapFault {
@@ -31,11 +40,11 @@ function faultOf(request: Partial<SoapRequest> & { body: Buffer }): SoapFault {
   throw new Error('expected a SoapFault');
 }
 
-describe('SOAP 1.1 routing by SOAPAction (asmx-wire.md §2.2)', () => {
+describe('SOAP 1.1 routing by SOAPAction (docs/wire.md §2.2)', () => {
   it.each(['"http://tempuri.org/StoreLookupPaged"', 'http://tempuri.org/StoreLookupPaged', 'http%3A%2F%2Ftempuri.org%2FStoreLookupPaged'])(
     'routes %s and binds the parameters',
     (soapAction) => {
-      const { version, call } = read({ soapAction, body: envelope(SOAP11, storeLookupPaged) });
+      const { version, call } = read({ soapAction, body: envelope(SOAP11_ENV, storeLookupPaged) });
       expect(version).toBe('1.1');
       expect(call.operation.name).toBe('StoreLookupPaged');
       expect(call.args).toEqual({ storeId: 'cybersprocket', apiKey: null, version: null, productTypes: null, pageIndex: 2, pageSize: 25 });
@@ -48,28 +57,28 @@ describe('SOAP 1.1 routing by SOAPAction (asmx-wire.md §2.2)', () => {
     ['"http://tempuri.org/storelookup"', 'http://tempuri.org/storelookup'],
     ['urn:x+y', 'urn:x y'],
   ])('SOAPAction %j is not recognized', (soapAction, shown) => {
-    const fault = faultOf({ soapAction, body: envelope(SOAP11, storeLookupPaged) });
+    const fault = faultOf({ soapAction, body: envelope(SOAP11_ENV, storeLookupPaged) });
     expect(fault).toMatchObject({ code: 'Client', version: '1.1', status: 500 });
     expect(fault.chain).toEqual([`Server did not recognize the value of HTTP Header SOAPAction: ${shown}.`]);
   });
 
   it('a lone quote fails the way Substring does', () => {
-    const fault = faultOf({ soapAction: '"', body: envelope(SOAP11, storeLookupPaged) });
+    const fault = faultOf({ soapAction: '"', body: envelope(SOAP11_ENV, storeLookupPaged) });
     expect(fault).toMatchObject({ code: 'Server', version: '1.1' });
-    expect(fault.chain.join(' ---> ')).toBe('Server was unable to process request. ---> Length cannot be less than zero.\r\nParameter name: length');
+    expect(fault.chain.join(' ---> ')).toBe(`${UNABLE_TO_PROCESS}Length cannot be less than zero.\r\nParameter name: length`);
   });
 
   it('never checks the body element: another wrapper leaves parameters null and 0', () => {
-    const { call } = read({ soapAction: `${NS}StoreLookupPaged`, body: envelope(SOAP11, `<Other xmlns="${NS}"><storeId>x</storeId></Other>`) });
+    const { call } = read({ soapAction: `${SERVICE_NAMESPACE}StoreLookupPaged`, body: envelope(SOAP11_ENV, `<Other xmlns="${SERVICE_NAMESPACE}"><storeId>x</storeId></Other>`) });
     expect(call.args).toEqual({ storeId: null, apiKey: null, version: null, productTypes: null, pageIndex: 0, pageSize: 0 });
   });
 });
 
-describe('SOAP 1.2 routing (asmx-wire.md §2.3)', () => {
+describe('SOAP 1.2 routing (docs/wire.md §2.3)', () => {
   it('routes by the action parameter of the content type', () => {
     const { version, call } = read({
-      contentType: `application/soap+xml; charset=utf-8; action="${NS}StoreLookupPaged"`,
-      body: envelope(SOAP12, storeLookupPaged),
+      contentType: `${SOAP12_CONTENT_TYPE}; action="${SERVICE_NAMESPACE}StoreLookupPaged"`,
+      body: envelope(SOAP12_ENV, storeLookupPaged),
     });
     expect(version).toBe('1.2');
     expect(call.operation.name).toBe('StoreLookupPaged');
@@ -77,19 +86,19 @@ describe('SOAP 1.2 routing (asmx-wire.md §2.3)', () => {
   });
 
   it('routes by the body element when there is no action, answering in the envelope version', () => {
-    const { version, call } = read({ contentType: 'text/xml; charset=utf-8', body: envelope(SOAP11, storeLookupPaged) });
+    const { version, call } = read({ contentType: XML_CONTENT_TYPE, body: envelope(SOAP11_ENV, storeLookupPaged) });
     expect(version).toBe('1.1');
     expect(call.operation.name).toBe('StoreLookupPaged');
   });
 
   it('no action and an unknown body element', () => {
-    const fault = faultOf({ contentType: 'application/soap+xml', body: envelope(SOAP12, `<Nope xmlns="${NS}"/>`) });
+    const fault = faultOf({ contentType: 'application/soap+xml', body: envelope(SOAP12_ENV, `<Nope xmlns="${SERVICE_NAMESPACE}"/>`) });
     expect(fault).toMatchObject({ code: 'Client', version: '1.2', status: 500 });
     expect(fault.chain).toEqual(['Unable to handle request without a valid action parameter. Please supply a valid soap action.']);
   });
 
   it('an unknown action and an unknown body element', () => {
-    const fault = faultOf({ contentType: 'application/soap+xml; action="urn:nope"', body: envelope(SOAP12, `<Nope xmlns="${NS}"/>`) });
+    const fault = faultOf({ contentType: 'application/soap+xml; action="urn:nope"', body: envelope(SOAP12_ENV, `<Nope xmlns="${SERVICE_NAMESPACE}"/>`) });
     expect(fault.chain).toEqual(["Unable to handle request. The action 'urn:nope' was not recognized."]);
   });
 
@@ -113,15 +122,15 @@ describe('SOAP 1.2 routing (asmx-wire.md §2.3)', () => {
   });
 });
 
-describe('checks after routing (asmx-wire.md §2.5)', () => {
-  const soapAction = `"${NS}StoreLookupPaged"`;
+describe('checks after routing (docs/wire.md §2.5)', () => {
+  const soapAction = `"${SERVICE_NAMESPACE}StoreLookupPaged"`;
 
   it('a routed request with a non-SOAP content type is a 415', () => {
-    expect(faultOf({ soapAction, contentType: 'application/json', body: envelope(SOAP11, storeLookupPaged) }).status).toBe(415);
+    expect(faultOf({ soapAction, contentType: 'application/json', body: envelope(SOAP11_ENV, storeLookupPaged) }).status).toBe(415);
   });
 
   it('a SOAP 1.1 envelope under application/soap+xml is a 415', () => {
-    const fault = faultOf({ contentType: `application/soap+xml; action="${NS}StoreLookupPaged"`, body: envelope(SOAP11, storeLookupPaged) });
+    const fault = faultOf({ contentType: `application/soap+xml; action="${SERVICE_NAMESPACE}StoreLookupPaged"`, body: envelope(SOAP11_ENV, storeLookupPaged) });
     expect(fault.status).toBe(415);
   });
 
@@ -130,25 +139,25 @@ describe('checks after routing (asmx-wire.md §2.5)', () => {
   });
 
   it('a DOCTYPE is refused, its entities never expanded', () => {
-    const body = Buffer.from(`<!DOCTYPE x [<!ENTITY e "boom">]><soap:Envelope xmlns:soap="${SOAP11}"><soap:Body>&e;</soap:Body></soap:Envelope>`);
+    const body = Buffer.from(`<!DOCTYPE x [<!ENTITY e "boom">]><soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body>&e;</soap:Body></soap:Envelope>`);
     expect(faultOf({ soapAction, body }).status).toBe(400);
   });
 
   it('a missing Body', () => {
-    const fault = faultOf({ soapAction, body: Buffer.from(`<soap:Envelope xmlns:soap="${SOAP11}"/>`) });
+    const fault = faultOf({ soapAction, body: Buffer.from(`<soap:Envelope xmlns:soap="${SOAP11_ENV}"/>`) });
     expect(fault).toMatchObject({ code: 'Client', status: 500 });
     expect(fault.chain.join(' ---> ')).toBe(
-      'Server was unable to read request. ---> Request format is invalid: Missing required soap:Body element.',
+      `${UNABLE_TO_READ}Request format is invalid: Missing required soap:Body element.`,
     );
   });
 
   it.each([
-    ['abc', 'Input string was not in a correct format.'],
-    ['', 'Input string was not in a correct format.'],
-    ['1.5', 'Input string was not in a correct format.'],
-    ['2147483648', 'Value was either too large or too small for an Int32.'],
+    ['abc', NOT_AN_INT32],
+    ['', NOT_AN_INT32],
+    ['1.5', NOT_AN_INT32],
+    ['2147483648', INT32_OUT_OF_RANGE],
   ])('int %j fails with the XmlSerializer text', (value, inner) => {
-    const body = envelope(SOAP11, `<StoreLookupPaged xmlns="${NS}"><pageIndex>${value}</pageIndex></StoreLookupPaged>`);
+    const body = envelope(SOAP11_ENV, `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><pageIndex>${value}</pageIndex></StoreLookupPaged>`);
     const fault = faultOf({ soapAction, body });
     expect(fault).toMatchObject({ code: 'Client', status: 500, version: '1.1' });
     expect(fault.chain[0]).toBe('Server was unable to read request.');
@@ -156,33 +165,33 @@ describe('checks after routing (asmx-wire.md §2.5)', () => {
     expect(fault.chain[2]).toBe(inner);
   });
 
-  it('xsi:nil, empty elements and unknown elements (asmx-wire.md §5.5)', () => {
+  it('xsi:nil, empty elements and unknown elements (docs/wire.md §5.5)', () => {
     const body = envelope(
-      SOAP11,
-      `<StoreLookupPaged xmlns="${NS}"><storeId xsi:nil="true"/><apiKey/><Version>x</Version><other>y</other><pageIndex>-7</pageIndex><pageSize>+3</pageSize></StoreLookupPaged>`,
+      SOAP11_ENV,
+      `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId xsi:nil="true"/><apiKey/><Version>x</Version><other>y</other><pageIndex>-7</pageIndex><pageSize>+3</pageSize></StoreLookupPaged>`,
     );
     const { call } = read({ soapAction, body });
     expect(call.args).toEqual({ storeId: null, apiKey: '', version: null, productTypes: null, pageIndex: -7, pageSize: 3 });
   });
 
   it('text/xml without a charset reads as ASCII', () => {
-    const body = envelope(SOAP11, `<StoreLookupPaged xmlns="${NS}"><storeId>caf\u00e9</storeId></StoreLookupPaged>`);
+    const body = envelope(SOAP11_ENV, `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId>caf\u00e9</storeId></StoreLookupPaged>`);
     expect(read({ soapAction, contentType: 'text/xml', body }).call.args.storeId).toBe('caf??');
-    expect(read({ soapAction, contentType: 'text/xml; charset=utf-8', body }).call.args.storeId).toBe('caf\u00e9');
+    expect(read({ soapAction, contentType: XML_CONTENT_TYPE, body }).call.args.storeId).toBe('caf\u00e9');
   });
 });
 
-describe('SOAP answers (asmx-wire.md §4, §5.1)', () => {
+describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
   const result = parseXml('<searchResultSet totalDesigns="1" sort="by_score_desc">\n  <mainResults>\n    <searchResultItem mediaId="7" />\n  </mainResults>\n</searchResultSet>');
 
   it('success envelope, byte for byte', () => {
-    expect(successEnvelope('1.1', NS, findOperation('Search')!, result)).toBe(
+    expect(successEnvelope('1.1', SERVICE_NAMESPACE, findOperation('Search')!, result)).toBe(
       '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><SearchResponse xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" totalDesigns="1" sort="by_score_desc"><mainResults><searchResultItem mediaId="7" /></mainResults></searchResultSet></SearchResult></SearchResponse></soap:Body></soap:Envelope>',
     );
   });
 
   it('SOAP 1.2 uses the 1.2 namespace with the same prefix', () => {
-    expect(successEnvelope('1.2', NS, findOperation('Search')!, result)).toContain(
+    expect(successEnvelope('1.2', SERVICE_NAMESPACE, findOperation('Search')!, result)).toContain(
       '<soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" xmlns:xsi=',
     );
   });

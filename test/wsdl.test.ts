@@ -9,21 +9,21 @@ import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
 import { testService } from './support/config.js';
+import { XSD_NS } from './support/wire.js';
 
-// Expected values are written out from the specs (asmx-wire.md §7.2/§7.3, legacy-interface.md §4, §9),
+// Expected values are written out from the specs (docs/wire.md §0, §7.2/§7.3),
 // not derived from the operation table, so a drift in either shows up here.
 
 const URL = 'https://legacy.example.com/index.asmx';
 const service = testService;
 
 const WSDL = 'http://schemas.xmlsoap.org/wsdl/';
-const XSD = 'http://www.w3.org/2001/XMLSchema';
 const SOAP11 = 'http://schemas.xmlsoap.org/wsdl/soap/';
 const SOAP12 = 'http://schemas.xmlsoap.org/wsdl/soap12/';
 const HTTP = 'http://schemas.xmlsoap.org/wsdl/http/';
 const MIME = 'http://schemas.xmlsoap.org/wsdl/mime/';
 
-/** legacy-interface.md §4: operations in method order, parameters in declaration order. */
+/** docs/wire.md §0: operations in method order, parameters in declaration order. */
 const SPEC_OPERATIONS: readonly { name: string; params: readonly [string, 'string' | 'int'][]; replacement: string }[] = [
   {
     name: 'StoreLookup',
@@ -137,7 +137,7 @@ describe('renderWsdl', () => {
 
   it('declares per operation the request element, then the response element', () => {
     const schema = only(only(root, 'types'), 'schema');
-    expect(schema.uri).toBe(XSD);
+    expect(schema.uri).toBe(XSD_NS);
     expect(attributesOf(schema)).toEqual({ elementFormDefault: 'qualified', targetNamespace: 'http://tempuri.org/' });
     expect(names(children(schema))).toEqual(OP_NAMES.flatMap((name) => [name, `${name}Response`]));
 
@@ -158,7 +158,7 @@ describe('renderWsdl', () => {
       const mixed = only(result, 'complexType');
       expect(attributesOf(mixed)).toEqual({ mixed: 'true' });
       expect(children(only(mixed, 'sequence')).map((node) => [node.uri, node.local, node.attributes.length])).toEqual([
-        [XSD, 'any', 0],
+        [XSD_NS, 'any', 0],
       ]);
     }
     expect(text).toContain(

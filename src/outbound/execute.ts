@@ -31,7 +31,7 @@ export async function executePlan(plan: Plan, upstream: Fetcher, options: Execut
 }
 
 /**
- * Fetches every request, at most `maxConcurrentPages` at a time, answers in request order. The first
+ * Fetches every request, at most `maxConcurrentPages` at a time, pages in request order. The first
  * failure cancels the requests still running and keeps the rest from starting.
  */
 async function fetchAll(requests: readonly UpstreamRequest[], upstream: Fetcher, { maxConcurrentPages, signal }: ExecuteOptions): Promise<XmlElement[]> {

@@ -8,7 +8,7 @@ import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 /**
  * Talks to the `.cp` upstream: an undici Agent (one keep-alive pool per origin), connect/headers/body
  * timeouts, a response size cap, redirects followed as .NET's HttpWebRequest follows them, and a
- * check that the answer is well-formed XML with the expected root before anything is embedded in a
+ * check that the response is well-formed XML with the expected root before anything is embedded in a
  * legacy answer. Failures are UpstreamErrors with a code; the inbound side words them as the .NET
  * WebException the original would have seen (src/messages.ts, docs/upstream.md §7, §11.8).
  */
@@ -64,8 +64,8 @@ export function createUpstream(
   });
   const dispatcher: Dispatcher = agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
 
-  /** `answered` hears the status as soon as the headers are in, before the body is read or checked. */
-  async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, answered: (status: number) => void): Promise<XmlElement> {
+  /** `responded` hears the status as soon as the headers are in, before the body is read or checked. */
+  async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, responded: (status: number) => void): Promise<XmlElement> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
     const { statusCode, body } = await dispatcher.request({
       origin: base.origin,
@@ -73,12 +73,12 @@ export function createUpstream(
       path: `${basePath}${request.path}?${query}`,
       headers,
       signal,
-      // Past the limit, fail as .NET does rather than hand back the last 3xx as an answer.
+      // Past the limit, fail as .NET does rather than hand back the last 3xx as a response.
       throwOnMaxRedirect: true,
     } as Dispatcher.RequestOptions);
-    answered(statusCode);
+    responded(statusCode);
     const text = await body.text();
-    return readAnswer(statusCode, text, secretsOf(request));
+    return readResponse(statusCode, text, secretsOf(request));
   }
 
   return {
@@ -87,7 +87,7 @@ export function createUpstream(
       const done = (outcome: UpstreamOutcome['outcome'], status: number | null, code: string | null): void =>
         observe({ path: request.path, outcome, status, seconds: Number(process.hrtime.bigint() - started) / 1e9, code });
       for (let tries = 0; ; tries++) {
-        /** The HTTP status of this attempt's answer; null while none has come. */
+        /** The HTTP status of this attempt's response; null while none has come. */
         let status: number | null = null;
         try {
           const result = await attempt(request, signal, (code) => {
@@ -123,10 +123,10 @@ function secretsOf(request: UpstreamRequest): string[] {
  * Status and body in, result root or a named failure out. An upstream error message that echoes
  * one of `secrets` (the appKey sent) has it redacted: the message goes to legacy clients as a fault.
  */
-export function readAnswer(statusCode: number, text: string, secrets: readonly string[] = []): XmlElement {
+export function readResponse(statusCode: number, text: string, secrets: readonly string[] = []): XmlElement {
   let root: XmlElement | undefined;
   try {
-    // Positions only serve error texts the client never sees for an upstream answer.
+    // Positions only serve error texts the client never sees for an upstream response.
     root = parseXml(text, { positions: false });
   } catch (err) {
     if (!(err instanceof XmlSyntaxError)) throw err;

@@ -19,7 +19,7 @@ import { requestUrl, send, servicePathOf } from './http.js';
  */
 
 export interface AppDependencies {
-  /** Defaults to an undici client of `config.upstream`, closed with the app. */
+  /** Defaults to an undici pool for `config.upstream`, closed with the app. */
   readonly upstream?: Upstream;
   readonly logger?: FastifyBaseLogger;
 }

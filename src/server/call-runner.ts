@@ -21,7 +21,7 @@ declare module 'fastify' {
 
 export interface CallRunnerOptions {
   readonly config: Config;
-  /** Defaults to an undici client of `config.upstream`, closed with the app. */
+  /** Defaults to an undici pool for `config.upstream`, closed with the app. */
   readonly upstream?: Upstream;
 }
 

@@ -31,7 +31,7 @@ export interface AllPagesPlan {
 }
 
 export type Plan =
-  /** One request whose answer is the result as it is. */
+  /** One request whose page is the result as it is. */
   | { readonly kind: 'single'; readonly request: UpstreamRequest }
   /** Pages `run` of a paged endpoint, fetched concurrently, sliced to `window`. */
   | { readonly kind: 'window'; readonly window: ItemWindow; readonly run: PageRun; readonly requests: readonly UpstreamRequest[] }
@@ -49,7 +49,7 @@ export interface TranslateContext {
 /** The replacement endpoint of one call, as its translator sees it. */
 export interface Target {
   readonly paging: Config['paging'];
-  /** One request; its answer is the result. */
+  /** One request; its page is the result. */
   single(params: TranslatedParams): Plan;
   /** `productTypes` → `merchandiseIds` (docs/upstream.md §11.4). */
   merchandiseIds(productTypes: string | null): string | null;

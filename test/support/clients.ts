@@ -4,7 +4,8 @@ import { startProxy, startUnreachableProxy } from './proxy.js';
 
 /**
  * What the tests that drive real SOAP clients against the proxy share: when a client that is not
- * installed skips its suite or fails it, and the two proxies every such suite calls.
+ * installed skips its suite or fails it, the two proxies every such suite calls, and the StoreLookup
+ * page size their paging cases rely on.
  */
 
 // --- Whether a client suite runs -----------------------------------------------------------------------
@@ -51,3 +52,9 @@ export function demoCatalog(proxy: Running): Catalog {
   if (!proxy.demo) throw new Error('the proxy was expected to start the demo upstream');
   return proxy.demo.catalog;
 }
+
+/**
+ * The default `paging.storeLookupPageSize` (src/config/schema.ts), the upstream page size of
+ * StoreLookup: a larger store takes several upstream pages.
+ */
+export const STORE_PAGE_SIZE = 256;

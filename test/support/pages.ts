@@ -1,9 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Fetcher } from '../../src/outbound/upstream.js';
 import type { UpstreamRequest } from '../../src/translate/plan.js';
 import { parseXml } from '../../src/xml/parse.js';
 import { attribute, childElements, type XmlElement } from '../../src/xml/tree.js';
+import { startStubUpstream, type StubUpstream } from './stub-upstream.js';
 
 /** How a simulated endpoint names and counts its pages. */
 export interface PageNaming {
@@ -46,36 +45,17 @@ export function pagedUpstream(totalItems: number, naming: PageNaming): Fetcher &
   };
 }
 
-export interface RecordingUpstream {
-  readonly url: string;
-  /** Path and query of every request, in arrival order. */
-  readonly requests: string[];
-  close(): Promise<void>;
-}
-
 /**
- * A `.cp` upstream on loopback that follows cp-upstream.md with the default paging profiles and
+ * A `.cp` upstream on loopback that follows docs/upstream.md with the default paging profiles and
  * records what it is asked: the search endpoints page through `totalItems` items.
  */
-export async function recordingUpstream(totalItems: number): Promise<RecordingUpstream> {
-  const requests: string[] = [];
-  const server: Server = createServer((req, res) => {
-    requests.push(req.url ?? '');
+export function recordingUpstream(totalItems: number): Promise<StubUpstream> {
+  return startStubUpstream((req, res) => {
     const url = new URL(req.url ?? '/', 'http://upstream');
     const naming = url.pathname.endsWith('/product.searchForProductsOfStore.cp') ? STORE_PAGES : SEARCH_PAGES;
     res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' });
     res.end(pageDocument(totalItems, new Map(url.searchParams), naming));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 export function itemIds(result: XmlElement): number[] {

@@ -4,7 +4,8 @@ import { start, type Running } from '../../src/main.js';
 
 /**
  * The whole product as `npm start` runs it (the embedded demo upstream included, since no upstream
- * is configured), on an ephemeral loopback port. `overrides` are merged over config/default.json.
+ * is configured), on an ephemeral loopback port. `overrides` are merged over the defaults of the
+ * configuration schema (src/config/schema.ts).
  */
 export async function startProxy(overrides: Json = {}): Promise<Running> {
   const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0 }, log: { level: 'silent' } }, overrides);

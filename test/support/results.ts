@@ -45,7 +45,7 @@ function attributesOf(node: XmlElement): Record<string, string> {
   return Object.fromEntries(node.attributes.map((attr) => [attr.name, attr.value]));
 }
 
-/** Reads `root`, which must be the un-namespaced `searchResultSet` of asmx-wire.md §4. */
+/** Reads `root`, which must be the un-namespaced `searchResultSet` of docs/wire.md §4. */
 export function readResultSet(root: XmlElement): ResultSet {
   expect(root.local).toBe('searchResultSet');
   expect(root.uri).toBe('');
@@ -109,7 +109,7 @@ export function smallestStore(catalog: Catalog): StoreDesigns {
 
 /**
  * ProductLookup's case: the second product of a multi-product design in a store whose name holds
- * `&`, so the result shows the upstream's double escaping (cp-upstream.md §5).
+ * `&`, so the result shows the upstream's double escaping (docs/upstream.md §5).
  */
 export function ampersandProduct(catalog: Catalog): { design: Design; product: Product } {
   const design = catalog.designs.find((candidate) => candidate.store.name.includes('&') && candidate.products.length > 1);

@@ -1,22 +1,39 @@
 /**
  * Names and texts of the original service's wire format that several test files expect, written
- * out from the specs (legacy-interface.md, asmx-wire.md) rather than taken from src, so that a drift
- * in the product shows up as a failure.
+ * out from the specs (docs/wire.md) rather than taken from src, so that a drift in the product shows
+ * up as a failure.
  */
 
 /** The service namespace: the `{Op}` body elements, their `{Op}Response`, and the SOAPAction prefix. */
 export const SERVICE_NAMESPACE = 'http://tempuri.org/';
 export const SOAP11_ENV = 'http://schemas.xmlsoap.org/soap/envelope/';
 export const SOAP12_ENV = 'http://www.w3.org/2003/05/soap-envelope';
+/** The `xsi` and `xsd` namespaces .NET declares on every envelope it writes (docs/wire.md §4, §8). */
+export const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
+export const XSD_NS = 'http://www.w3.org/2001/XMLSchema';
 
-/** What asmx-wire.md fixes for one SOAP version, whichever client sends the request. */
+/** The declaration every XML answer starts with, and .NET's requests too. */
+export const XML_DECLARATION = '<?xml version="1.0" encoding="utf-8"?>';
+/** SOAP 1.1 requests and answers; HTTP GET and POST documents, the WSDL and disco (docs/wire.md §0). */
+export const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';
+/** SOAP 1.2 answers, success and fault alike; requests add `; action="…"` (docs/wire.md §0, §8). */
+export const SOAP12_CONTENT_TYPE = 'application/soap+xml; charset=utf-8';
+
+/** The outer texts of faults, joined to the inner one by ` ---> ` (docs/wire.md §5.4). */
+export const UNABLE_TO_PROCESS = 'Server was unable to process request. ---> ';
+export const UNABLE_TO_READ = 'Server was unable to read request. ---> ';
+/** Int32 parsing: an int parameter that is not a number, or out of range (docs/wire.md §5.4, §6.3). */
+export const NOT_AN_INT32 = 'Input string was not in a correct format.';
+export const INT32_OUT_OF_RANGE = 'Value was either too large or too small for an Int32.';
+
+/** What docs/wire.md fixes for one SOAP version, whichever client sends the request. */
 export interface SoapVersionWire {
   readonly name: 'SOAP 1.1' | 'SOAP 1.2';
   readonly version: '1.1' | '1.2';
   readonly envelopeNs: string;
-  /** The request's Content-Type for the operation whose SOAPAction is `action` (asmx-wire.md §8). */
+  /** The request's Content-Type for the operation whose SOAPAction is `action` (docs/wire.md §8). */
   readonly requestContentType: (action: string) => string;
-  /** The response's Content-Type, success and fault alike (asmx-wire.md §4, §5). */
+  /** The response's Content-Type, success and fault alike (docs/wire.md §4, §5). */
   readonly responseContentType: string;
 }
 
@@ -24,19 +41,19 @@ export const SOAP11_WIRE: SoapVersionWire = {
   name: 'SOAP 1.1',
   version: '1.1',
   envelopeNs: SOAP11_ENV,
-  requestContentType: () => 'text/xml; charset=utf-8',
-  responseContentType: 'text/xml; charset=utf-8',
+  requestContentType: () => XML_CONTENT_TYPE,
+  responseContentType: XML_CONTENT_TYPE,
 };
 
 export const SOAP12_WIRE: SoapVersionWire = {
   name: 'SOAP 1.2',
   version: '1.2',
   envelopeNs: SOAP12_ENV,
-  requestContentType: (action) => `application/soap+xml; charset=utf-8; action="${action}"`,
-  responseContentType: 'application/soap+xml; charset=utf-8',
+  requestContentType: (action) => `${SOAP12_CONTENT_TYPE}; action="${action}"`,
+  responseContentType: SOAP12_CONTENT_TYPE,
 };
 
-/** The five web methods, in the service's method order (legacy-interface.md §4). */
+/** The five web methods, in the service's method order (docs/wire.md §0). */
 export const OPERATIONS = ['StoreLookup', 'StoreLookupPaged', 'ProductLookup', 'Search', 'AdvancedSearch'] as const;
 export type OperationName = (typeof OPERATIONS)[number];
 
@@ -44,6 +61,6 @@ export type OperationName = (typeof OPERATIONS)[number];
 export const UNKNOWN_PRODUCT_TYPE_HOVERCRAFT =
   "Unknown product type 'Hovercraft'. Use merchandise ids or product type names such as 'Mug' or 'White T-Shirt'.";
 /** A server fault: StoreLookup of `nosuchstore`, which the upstream answers with an error document. */
-export const NO_SUCH_STORE_FAULT = "Server was unable to process request. ---> Store 'nosuchstore' was not found.";
+export const NO_SUCH_STORE_FAULT = `${UNABLE_TO_PROCESS}Store 'nosuchstore' was not found.`;
 /** A server fault: any call while the upstream refuses connections. */
-export const REFUSED_CONNECTION_FAULT = 'Server was unable to process request. ---> Unable to connect to the remote server';
+export const REFUSED_CONNECTION_FAULT = `${UNABLE_TO_PROCESS}Unable to connect to the remote server`;
