@@ -137,6 +137,8 @@ export type TranslationDetail =
   | { readonly code: 'page_index_below_base'; readonly pageIndex: number; readonly base: number }
   | { readonly code: 'page_size_below_one'; readonly pageSize: number }
   | { readonly code: 'window_too_large' }
+  /** A translator's window from values that are no item range (a negative offset or count). */
+  | { readonly code: 'invalid_window'; readonly offset: number; readonly count: number }
   | { readonly code: 'window_page_cap'; readonly count: number; readonly pageCount: number; readonly maxPages: number }
   | { readonly code: 'store_page_cap'; readonly total: number; readonly pageCount: number; readonly pageSize: number; readonly maxPages: number };
 
@@ -154,6 +156,8 @@ export function translationText(detail: TranslationDetail): string {
       return `pageSize must be 1 or greater; got ${detail.pageSize}.`;
     case 'window_too_large':
       return 'The requested window is too large.';
+    case 'invalid_window':
+      return `The requested window of ${detail.count} items from item ${detail.offset} is not a range of items.`;
     case 'window_page_cap':
       return `The requested window of ${detail.count} items needs ${detail.pageCount} upstream pages; one call fetches at most ${detail.maxPages}. Ask for fewer items.`;
     case 'store_page_cap':

@@ -88,9 +88,19 @@ interface OperationRow<N extends string, P extends readonly ParamSpec[], R exten
   readonly translate: (args: ArgsOf<P>, to: TargetOf<R>) => Plan;
 }
 
-/** A row of the table; `apiKey` and `version` must be among its parameters. */
+/**
+ * What the type checker holds a row to: parameters written out where their names are known (a list
+ * typed only as `ParamSpec[]` would let any argument name through), `apiKey` and `version` among them.
+ */
+type RowCheck<P extends readonly ParamSpec[]> = string extends P[number]['name']
+  ? { readonly params: 'write the parameters out in the row, so that their names are checked' }
+  : ArgsOf<P> extends ArgsOf<CommonParams>
+    ? unknown
+    : { readonly missing: 'apiKey and version' };
+
+/** A row of the table. */
 function operation<const N extends string, const P extends readonly ParamSpec[], const R extends UpstreamPath>(
-  row: OperationRow<N, P, R> & (ArgsOf<P> extends ArgsOf<CommonParams> ? unknown : { readonly missing: 'apiKey and version' }),
+  row: OperationRow<N, P, R> & RowCheck<P>,
 ): OperationShape & { readonly name: N } {
   return {
     name: row.name,

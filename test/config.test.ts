@@ -29,6 +29,9 @@ describe('configuration validation', () => {
     [{ upstrem: { baseUrl: 'http://upstream.example' } }, 'upstrem is not a configuration key (did you mean upstream?).'],
     [{ upstream: { baseURL: 'http://upstream.example' } }, 'upstream.baseURL is not a configuration key (did you mean upstream.baseUrl?).'],
     [{ log: { levle: 'debug' } }, 'log.levle is not a configuration key (did you mean log.level?).'],
+    [{ server: { prot: 8080 } }, 'server.prot is not a configuration key (did you mean server.port?).'],
+    [{ server: { port: 1e400 } }, 'server.port must be a whole number from 0 to 65535, got Infinity.'],
+    [{ upstream: { baseUrl: 'http://us%E0:pass@upstream.example/' } }, 'upstream.baseUrl must have its user name and password %-encoded, got "http://***@upstream.example/".'],
     [{ paging: { profiles: { '/product.search.cp': { pageSize: 'size' } } } }, 'paging.profiles./product.search.cp.pageSize is not a configuration key.'],
     [{ paging: { profiles: { '/product.search': { maxPageSize: 50 } } } }, 'paging.profiles./product.search is not a configuration key.'],
   ])('%j is refused', (overrides, message) => {
@@ -43,6 +46,10 @@ describe('configuration validation', () => {
   it('never shows the credentials of a refused URL', () => {
     expect(() => loadConfig({ UPSTREAM_URL: 'ftp://user:s3cret-pass@example.com/api' })).toThrow(
       'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an http or https URL, got "ftp://***@example.com/api".',
+    );
+    // A password with an unencoded `/` or `?` is still a password.
+    expect(() => loadConfig({ UPSTREAM_URL: 'http://user:pa/ss?@example.com/api?x=1' })).toThrow(
+      'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an absolute http(s) URL, got "http://***@example.com/api?x=1".',
     );
   });
 

@@ -4,6 +4,7 @@ import type { LegacyCall } from '../src/operations.js';
 import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
 import { planPages } from '../src/translate/paging.js';
+import { bindTranslator } from '../src/translate/plan.js';
 import { attribute } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
 import { SEARCH_PAGES, STORE_PAGES, itemIds, pagedUpstream, range } from './support/pages.js';
@@ -194,5 +195,19 @@ describe('StoreLookup', () => {
     await expect(createCallAnswerer(config)(call, pagedUpstream(256 * 2 + 1, profile))).rejects.toThrow(
       'The store has 513 designs, which take 3 upstream pages of 256; one StoreLookup fetches at most 2 pages. Use StoreLookupPaged.',
     );
+  });
+});
+
+describe('windows a translator asks for', () => {
+  const config = testConfig();
+  const context = { upstream: config.upstream, paging: config.paging, mapping: config.mapping, captions: new Map<string, number>() };
+
+  it.each([
+    [{ offset: -5, count: 10 }, 'The requested window of 10 items from item -5 is not a range of items.'],
+    [{ offset: 0, count: -1 }, 'The requested window of -1 items from item 0 is not a range of items.'],
+    [{ offset: 1.5, count: 2 }, 'The requested window of 2 items from item 1.5 is not a range of items.'],
+  ])('%j is refused, not answered with an empty result', (window, message) => {
+    const plan = bindTranslator([], '/product.search.cp', (_args, to) => to.window(window, []));
+    expect(() => plan({}, context)).toThrow(message);
   });
 });

@@ -4,6 +4,8 @@ import { loadConfig, type Json } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
+import { errorPage } from '../src/inbound/answer.js';
+import type { Binding } from '../src/inbound/binding.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
 import { testConfig } from './support/config.js';
@@ -93,6 +95,48 @@ describe('cancellation', () => {
     await pause(100);
     expect(started).toBe(2);
     expect(cancelled).toBe(1);
+  });
+});
+
+describe('a binding that fails on its own', () => {
+  const broken: Record<string, Binding> = {
+    read: {
+      accepts: () => true,
+      read: () => {
+        throw new Error('defect in read');
+      },
+      write: () => errorPage(200, 'unreachable'),
+      writeError: () => errorPage(200, 'unreachable'),
+    },
+    writeError: {
+      accepts: () => true,
+      read: () => ({ ok: false, binding: 'httpGet', operation: null, error: new Error('refused'), wire: null }),
+      write: () => errorPage(200, 'unreachable'),
+      writeError: () => {
+        throw new Error('defect in writeError');
+      },
+    },
+  };
+
+  it.each(Object.keys(broken))('(%s throws) gets the internal error page, a hit, and frees its slot', async (name) => {
+    const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: 'http://127.0.0.1:1', appKey: 'k' }, server: { maxConcurrentCalls: 1 } });
+    const lines: Record<string, unknown>[] = [];
+    const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
+    const binding = broken[name] as Binding;
+    app.fastify.get('/broken', (request, reply) =>
+      app.fastify.runCall(binding, { method: 'GET', pathInfo: '/x', query: '', contentType: undefined, soapAction: undefined, body: Buffer.alloc(0) }, request, reply),
+    );
+    const address = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => app.fastify.close());
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${address}/broken`);
+      expect(response.status).toBe(500);
+      expect(await response.text()).toContain('An internal error occurred.');
+    }
+    const hits = lines.filter((line) => line.event === 'deprecated_call');
+    expect(hits).toHaveLength(3);
+    expect(hits[0]).toMatchObject({ outcome: 'fault', reason: 'internal', status: 500 });
+    expect(lines.filter((line) => line.msg === 'legacy call failed unexpectedly')).toHaveLength(3);
   });
 });
 

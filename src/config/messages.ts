@@ -14,10 +14,11 @@ export class ConfigError extends Error {
 
 /**
  * `scheme://user:password@host` → `scheme://***@host`, wherever it occurs in `text`: credentials in a
- * URL never reach a log or a message. Slashes may be missing or backslashes, as `new URL` allows.
+ * URL never reach a log or a message. Slashes may be missing or backslashes, as `new URL` allows, and
+ * a password may hold an unencoded `/`, `?` or `#`: everything up to the last `@` of the word goes.
  */
 export function redactUrl(text: string): string {
-  return text.replace(/([a-z][a-z\d+.-]*:[/\\]*)[^/\\?#]*@/gi, '$1***@');
+  return text.replace(/([a-z][a-z\d+.-]*:[/\\]*)[^\s"'<>]*@/gi, '$1***@');
 }
 
 /** The formats the schema names, each saying what is wrong with a value (undefined: nothing). */
@@ -32,6 +33,8 @@ export const FORMATS: Readonly<Record<string, (value: string) => string | undefi
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return 'must be an http or https URL';
     // `new URL` drops an empty query or fragment ("…?"), so look at the text too.
     if (parsed.search !== '' || parsed.hash !== '' || /[?#]/.test(value)) return 'must not have a query or fragment';
+    // They are sent as HTTP Basic credentials, decoded.
+    if (!decodes(parsed.username) || !decodes(parsed.password)) return 'must have its user name and password %-encoded';
     return undefined;
   },
   // With its offset (`Z` or `±hh:mm`): a date without one would depend on the machine's time zone.
@@ -40,6 +43,15 @@ export const FORMATS: Readonly<Record<string, (value: string) => string | undefi
       ? undefined
       : 'must be an ISO 8601 date and time with an offset, e.g. "2026-01-01T00:00:00Z"',
 };
+
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The keywords of a failed schema that the messages quote. */
 interface Annotated {
@@ -92,8 +104,9 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
   return new ConfigError(name, `${error.message}.`);
 }
 
-/** A value as JSON, with any credentials of a URL hidden. */
+/** A value as JSON (a number too large for JSON as itself), with any credentials of a URL hidden. */
 function show(value: unknown): string {
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   return JSON.stringify(typeof value === 'string' ? redactUrl(value) : value);
 }
 
@@ -108,15 +121,17 @@ function closest(unknown: string, known: readonly string[]): string | undefined 
   return best;
 }
 
-/** Levenshtein distance, one row at a time. */
+/** Edit distance with adjacent transpositions (`prot` is one edit from `port`), one row at a time. */
 function editDistance(a: string, b: string): number {
+  let before: number[] = [];
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
       current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j]!, before[j - 2]! + 1);
     }
-    previous = current;
+    [before, previous] = [previous, current];
   }
   return previous[b.length]!;
 }

@@ -14,7 +14,8 @@ import type { UpstreamOutcome } from '../outbound/upstream.js';
 export interface DeprecationHit {
   /** `unknown` when the request never named an operation that exists. */
   readonly operation: OperationName | 'unknown';
-  readonly binding: BindingName;
+  /** `unknown` only when a binding failed to read the request at all (a defect). */
+  readonly binding: BindingName | 'unknown';
   /** `sha256:`/`hmac:` + 12 hex digits of the apiKey, or `anonymous`. */
   readonly client: string;
   readonly legacyVersion: string | null;

@@ -15,7 +15,9 @@ export type BindingName = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
 
 /**
  * ASMX's handler factory asks every protocol in turn (docs/wire.md §1): it takes the request, would
- * take it with another method (a 405 candidate), or does not.
+ * take it with another method (a 405 candidate), or does not. When none takes it, the last one asked
+ * decides between 405 and 500: that is always the Documentation protocol, so a binding only says
+ * whether it takes the request.
  */
 export type Acceptance = 'accept' | 'wrongMethod' | 'no';
 
@@ -38,7 +40,7 @@ export type Read<W> =
   | { readonly ok: false; readonly binding: BindingName; readonly operation: OperationSpec | null; readonly error: Error; readonly wire: W };
 
 export interface Binding<W = unknown> {
-  accepts(method: string, pathInfo: string): Acceptance;
+  accepts(method: string, pathInfo: string): boolean;
   read(request: ServiceRequest): Read<W>;
   write(result: XmlElement, call: LegacyCall, wire: W): Answer;
   /** Any error: a read failure, a translation or upstream failure, or a defect (never its own text). */

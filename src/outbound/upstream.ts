@@ -131,15 +131,15 @@ export function readResponse(statusCode: number, text: string, secrets: readonly
   } catch (err) {
     if (!(err instanceof XmlSyntaxError)) throw err;
   }
-  const helpMessage = root?.local === ERROR_ROOT ? redact(exceptionMessage(root), secrets) : undefined;
-  if (helpMessage !== undefined) throw new UpstreamError({ code: 'error_document', status: statusCode, message: helpMessage });
+  const message = root?.local === ERROR_ROOT ? redact(helpMessage(root), secrets) : undefined;
+  if (message !== undefined) throw new UpstreamError({ code: 'error_document', status: statusCode, message });
   if (statusCode < 200 || statusCode > 299) throw new UpstreamError({ code: 'status', status: statusCode });
   if (root === undefined) throw new UpstreamError({ code: 'not_xml' });
   if (root.local !== EXPECTED_ROOT) throw new UpstreamError({ code: 'wrong_root', root: root.name, expected: EXPECTED_ROOT });
   return root;
 }
 
-function exceptionMessage(help: XmlElement): string | undefined {
+function helpMessage(help: XmlElement): string | undefined {
   const message = childElements(help).find((child) => child.local === 'exception-message');
   const text = message === undefined ? '' : innerText(message).trim();
   return text === '' ? undefined : text;

@@ -4,8 +4,8 @@ import type { Config } from '../config.js';
 import { clientFingerprint } from '../deprecation/hits.js';
 import { ClientClosedError, UpstreamError, failureReason } from '../errors.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
-import type { Binding, ServiceRequest } from '../inbound/binding.js';
-import { SERVER_TOO_BUSY } from '../messages.js';
+import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
+import { INTERNAL_ERROR, SERVER_TOO_BUSY } from '../messages.js';
 import { callerOf } from '../operations.js';
 import { createCallAnswerer } from '../call.js';
 import { createUpstream, type Fetcher, type Upstream } from '../outbound/upstream.js';
@@ -17,6 +17,13 @@ declare module 'fastify' {
     /** Runs one legacy call arriving on `binding` and sends its answer. */
     runCall<W>(binding: Binding<W>, call: ServiceRequest, request: FastifyRequest, reply: FastifyReply): Promise<void>;
   }
+}
+
+/** How one call ended: what the binding read (null if reading itself failed), the answer, the error. */
+interface Outcome<W> {
+  readonly read: Read<W> | null;
+  readonly answer: Answer;
+  readonly failure: unknown;
 }
 
 export interface CallRunnerOptions {
@@ -62,29 +69,39 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         },
       };
 
-      const read = binding.read(serviceRequest);
-      let answer: Answer;
-      let failure: unknown = null;
+      /** Never throws: a binding that fails on its own (a defect) still leaves an answer and a hit. */
+      const run = async (): Promise<Outcome<W>> => {
+        let read: Read<W> | null = null;
+        try {
+          read = binding.read(serviceRequest);
+          if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error };
+          try {
+            return { read, answer: binding.write(await answerCall(read.call, counted, cancel.signal), read.call, read.wire), failure: null };
+          } catch (err) {
+            return { read, answer: binding.writeError(err, read.wire), failure: err };
+          }
+        } catch (err) {
+          return { read, answer: errorPage(500, INTERNAL_ERROR), failure: err };
+        }
+      };
+      let outcome: Outcome<W>;
       try {
-        if (!read.ok) throw read.error;
-        answer = binding.write(await answerCall(read.call, counted, cancel.signal), read.call, read.wire);
-      } catch (err) {
-        failure = err;
-        answer = binding.writeError(err, read.wire);
+        outcome = await run();
       } finally {
         clearTimeout(deadline);
         callsInFlight--;
       }
+      const { read, answer, failure } = outcome;
       send(reply, answer);
       reply.raw.off('close', onClose);
 
       const reason = failure === null ? null : failureReason(failure);
       if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
-      const operation = read.ok ? read.call.operation : read.operation;
-      const caller = read.ok ? callerOf(read.call) : { apiKey: null, version: null };
+      const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
+      const caller = read?.ok ? callerOf(read.call) : { apiKey: null, version: null };
       fastify.hits.record({
         operation: operation?.name ?? 'unknown',
-        binding: read.binding,
+        binding: read?.binding ?? 'unknown',
         client: clientFingerprint(caller.apiKey, config.deprecation.clientIdKey),
         legacyVersion: caller.version,
         replacement: operation?.replacement ?? '',

@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { NOT_FOUND, errorPage } from '../inbound/answer.js';
 import { percentDecode } from '../inbound/aspnet/url-decode.js';
-import type { Acceptance, Binding } from '../inbound/binding.js';
+import type { Binding } from '../inbound/binding.js';
 import { descriptionAccepts } from '../inbound/description/describe.js';
 import { REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';
 import { requestUrl, send, servicePathOf } from './http.js';
@@ -27,7 +27,7 @@ export interface DispatcherOptions {
 /**
  * The service dispatcher (docs/wire.md §1): every request under the service path goes to the first
  * protocol that takes it, the call bindings first, then the service descriptions; when none takes
- * it, the last one's answer decides between 405 and 500. Bodies reach the bindings as bytes.
+ * it, the descriptions' answer decides between 405 and 500. Bodies reach the bindings as bytes.
  */
 export const dispatcherPlugin = fp<DispatcherOptions>(
   async (fastify, { servicePath, bindings }) => {
@@ -52,10 +52,8 @@ export const dispatcherPlugin = fp<DispatcherOptions>(
       if (requested === null) return send(reply, NOT_FOUND);
       const pathInfo = url.pathname.slice(requested.length);
       const { method } = request;
-      let last: Acceptance = 'no';
       for (const binding of bindings) {
-        last = binding.accepts(method, pathInfo);
-        if (last !== 'accept') continue;
+        if (!binding.accepts(method, pathInfo)) continue;
         const header = request.headers.soapaction;
         return fastify.runCall(
           binding,
@@ -71,9 +69,10 @@ export const dispatcherPlugin = fp<DispatcherOptions>(
           reply,
         );
       }
-      last = descriptionAccepts(method, pathInfo);
-      if (last === 'accept') return fastify.serveDescription(request, reply, requested, url.search.slice(1));
-      send(reply, last === 'wrongMethod' ? errorPage(405, REQUEST_FORMAT_UNRECOGNIZED) : errorPage(500, urlUnexpectedlyEnding(percentDecode(pathInfo))));
+      // Asked last, the Documentation protocol's answer decides when nothing takes the request.
+      const description = descriptionAccepts(method, pathInfo);
+      if (description === 'accept') return fastify.serveDescription(request, reply, requested, url.search.slice(1));
+      send(reply, description === 'wrongMethod' ? errorPage(405, REQUEST_FORMAT_UNRECOGNIZED) : errorPage(500, urlUnexpectedlyEnding(percentDecode(pathInfo))));
     }
 
     fastify.decorate('dispatch', dispatch);

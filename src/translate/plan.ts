@@ -126,7 +126,11 @@ function target(path: UpstreamPath, apiKey: string | null, context: TranslateCon
 }
 
 function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingProfile, maxPages: number): Plan {
-  if (!Number.isSafeInteger(window.offset + window.count)) throw new TranslationError({ code: 'window_too_large' });
+  const { offset, count } = window;
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(count) || offset < 0 || count < 0) {
+    throw new TranslationError({ code: 'invalid_window', offset, count });
+  }
+  if (!Number.isSafeInteger(offset + count)) throw new TranslationError({ code: 'window_too_large' });
   const run = planPages(window, profile.maxPageSize);
   if (run.pageCount > maxPages) {
     throw new TranslationError({ code: 'window_page_cap', count: window.count, pageCount: run.pageCount, maxPages });

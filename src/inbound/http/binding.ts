@@ -1,6 +1,5 @@
 import type { Config } from '../../config.js';
 import { HttpBindingError } from '../../errors.js';
-import type { OperationSpec } from '../../operations.js';
 import { writeXmlDocument } from '../../xml/write.js';
 import { textError, xmlAnswer } from '../answer.js';
 import { percentDecode, queryCollection } from '../aspnet/url-decode.js';
@@ -17,15 +16,15 @@ export function httpBinding(verb: 'GET' | 'POST', service: Config['service']): B
   const binding = verb === 'GET' ? 'httpGet' : 'httpPost';
   return {
     // A PathInfo of one character (`/`) names no method: no HTTP protocol takes it.
-    accepts: (method, pathInfo) => (pathInfo.length < 2 ? 'no' : method === verb ? 'accept' : 'wrongMethod'),
+    accepts: (method, pathInfo) => pathInfo.length >= 2 && method === verb,
     read(request) {
-      let operation: OperationSpec | null = null;
       try {
-        operation = findHttpOperation(percentDecode(request.pathInfo.slice(1)));
+        const operation = findHttpOperation(percentDecode(request.pathInfo.slice(1)));
         const values = verb === 'GET' ? queryCollection(request.query) : readForm(operation, request.contentType, request.body);
         return { ok: true, binding, call: bindHttpParameters(operation, values, service.httpOptionalParameters), wire: null };
       } catch (err) {
-        return { ok: false, binding, operation, error: err as Error, wire: null };
+        if (!(err instanceof HttpBindingError)) throw err;
+        return { ok: false, binding, operation: err.operation, error: err, wire: null };
       }
     },
     write: (result) => xmlAnswer(writeXmlDocument(result, { indent: true })),

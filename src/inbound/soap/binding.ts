@@ -4,7 +4,7 @@ import type { Config } from '../../config.js';
 import { CACHE_ERROR, CACHE_SUCCESS, type Answer } from '../answer.js';
 import type { Binding, BindingName } from '../binding.js';
 import { exceptionMessage } from '../failure.js';
-import { guessVersion, readSoapRequest } from './read.js';
+import { readSoapRequest } from './read.js';
 import { faultEnvelope, soapContentType, successEnvelope } from './write.js';
 
 /**
@@ -14,14 +14,14 @@ import { faultEnvelope, soapContentType, successEnvelope } from './write.js';
 export function soapBinding(service: Config['service']): Binding<SoapVersion> {
   const { namespace } = service;
   return {
-    accepts: (method, pathInfo) => (pathInfo !== '' ? 'no' : method === 'POST' ? 'accept' : 'wrongMethod'),
+    accepts: (method, pathInfo) => pathInfo === '' && method === 'POST',
     read(request) {
       try {
         const { version, call } = readSoapRequest(request, namespace);
         return { ok: true, binding: bindingName(version), call, wire: version };
       } catch (err) {
-        const version = err instanceof SoapFault ? err.version : guessVersion(request);
-        return { ok: false, binding: bindingName(version), operation: err instanceof SoapFault ? err.operation : null, error: err as Error, wire: version };
+        if (!(err instanceof SoapFault)) throw err;
+        return { ok: false, binding: bindingName(err.version), operation: err.operation, error: err, wire: err.version };
       }
     },
     write: (result, call, version) => ({
