@@ -2,7 +2,7 @@ import { createHash, createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
-import type { BindingName } from '../inbound/binding.js';
+import type { BindingName } from '../inbound/bindings.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
 

@@ -1,6 +1,7 @@
 import type { OperationSpec, LegacyCall } from '../operations.js';
 import type { XmlElement } from '../xml/tree.js';
 import type { Answer } from './answer.js';
+import type { BindingName } from './bindings.js';
 
 /**
  * A binding: one of the ways a legacy call arrives (SOAP, HTTP GET, HTTP POST) and is answered. The
@@ -9,9 +10,6 @@ import type { Answer } from './answer.js';
  * the error with the same binding. `W` is what the binding learns while reading that it needs to
  * write (for SOAP, the version).
  */
-
-/** As the deprecation hit and the metrics name a binding. */
-export type BindingName = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
 
 /**
  * ASMX's handler factory asks every protocol in turn (docs/wire.md §1): it takes the request, would
