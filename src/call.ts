@@ -3,10 +3,10 @@ import type { LegacyCall } from './operations.js';
 import { executePlan } from './outbound/execute.js';
 import type { Fetcher } from './outbound/upstream.js';
 import { createPlanner } from './translate/plan.js';
-import type { XmlElement } from './xml/tree.js';
+import type { Page } from './xml/compact.js';
 
-/** Answers a legacy call with its result XML, or rejects with the error the web method would have thrown. */
-export type CallAnswerer = (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => Promise<XmlElement>;
+/** Answers a legacy call with its result, or rejects with the error the web method would have thrown. */
+export type CallAnswerer = (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => Promise<Page>;
 
 /** Translate (pure), carry out the plan, assemble (pure): the middle of every call, whatever its binding. */
 export function createCallAnswerer(config: Config): CallAnswerer {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { LegacyCall } from '../src/operations.js';
 import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
+import { treeOf } from '../src/xml/compact.js';
 import { planPages } from '../src/translate/paging.js';
 import { bindTranslator } from '../src/translate/plan.js';
 import { attribute } from '../src/xml/tree.js';
@@ -74,7 +75,7 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
       fc.asyncProperty(fc.nat(400), fc.nat(300), fc.integer({ min: 1, max: 120 }), fc.integer({ min: 0, max: 500 }), async (start, max, maxPageSize, total) => {
         const config = testConfig({ paging: { profiles: { '/product.search.cp': { maxPageSize } } }, upstream: { maxPagesPerCall: 10_000 } });
         const upstream = pagedUpstream(total, profile);
-        const result = await createCallAnswerer(config)(advancedSearchCall(String(start), String(max)), upstream);
+        const result = treeOf(await createCallAnswerer(config)(advancedSearchCall(String(start), String(max)), upstream));
         const expected = range(start, Math.min(total, start + max));
         expect(itemIds(result)).toEqual(expected);
         expect(attribute(result, 'startResult')).toBe(String(start));
@@ -98,7 +99,7 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
   it('reads startResults as a page index when so configured', async () => {
     const config = testConfig({ paging: { startResults: 'page' } });
     const upstream = pagedUpstream(1000, profile);
-    const result = await createCallAnswerer(config)(advancedSearchCall('2', '20'), upstream);
+    const result = treeOf(await createCallAnswerer(config)(advancedSearchCall('2', '20'), upstream));
     expect(itemIds(result)).toEqual(range(40, 60));
     expect(upstream.requests).toHaveLength(1);
   });
@@ -130,7 +131,7 @@ describe('StoreLookupPaged', () => {
 
   it('fetches exactly the page named, legacy base 0', async () => {
     const upstream = pagedUpstream(1000, profile);
-    const result = await createCallAnswerer(testConfig())(call(3, 25), upstream);
+    const result = treeOf(await createCallAnswerer(testConfig())(call(3, 25), upstream));
     expect(itemIds(result)).toEqual(range(75, 100));
     expect(upstream.requests).toHaveLength(1);
     expect(upstream.requests[0]?.params).toContainEqual(['page', '3']);
@@ -139,13 +140,13 @@ describe('StoreLookupPaged', () => {
 
   it('counts pageIndex from 1 when so configured', async () => {
     const upstream = pagedUpstream(1000, profile);
-    const result = await createCallAnswerer(testConfig({ paging: { legacyPageIndexBase: 1 } }))(call(1, 10), upstream);
+    const result = treeOf(await createCallAnswerer(testConfig({ paging: { legacyPageIndexBase: 1 } }))(call(1, 10), upstream));
     expect(itemIds(result)).toEqual(range(0, 10));
   });
 
   it('covers a page larger than the profile maximum with several upstream pages', async () => {
     const upstream = pagedUpstream(2000, profile);
-    const result = await createCallAnswerer(testConfig())(call(1, 300), upstream);
+    const result = treeOf(await createCallAnswerer(testConfig())(call(1, 300), upstream));
     expect(itemIds(result)).toEqual(range(300, 600));
     expect(upstream.requests).toHaveLength(bruteForceMinimum(300, 300, 256));
   });
@@ -164,7 +165,7 @@ describe('StoreLookup', () => {
 
   it.each([0, 1, 255, 256, 257, 700])('returns all %i items of the store in order', async (total) => {
     const upstream = pagedUpstream(total, profile);
-    const result = await createCallAnswerer(testConfig())(call, upstream);
+    const result = treeOf(await createCallAnswerer(testConfig())(call, upstream));
     expect(itemIds(result)).toEqual(range(0, total));
     expect(attribute(result, 'resultLength')).toBe(String(total));
     expect(attribute(result, 'startResult')).toBe('0');
@@ -185,7 +186,7 @@ describe('StoreLookup', () => {
         return inner.fetch(request);
       },
     };
-    const result = await createCallAnswerer(config)(call, upstream);
+    const result = treeOf(await createCallAnswerer(config)(call, upstream));
     expect(itemIds(result)).toHaveLength(256 * 8);
     expect(peak).toBe(2);
   });

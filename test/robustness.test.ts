@@ -4,6 +4,7 @@ import { loadConfig, type Json } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
+import { treeOf } from '../src/xml/compact.js';
 import { errorPage } from '../src/inbound/answer.js';
 import type { Binding } from '../src/inbound/binding.js';
 import { buildApp, type App } from '../src/server/app.js';
@@ -188,7 +189,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         return parseXml(pageDocument(total++, new Map(request.params), STORE_PAGES));
       },
     };
-    const result = await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing);
+    const result = treeOf(await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing));
     expect(result.attributes.find((a) => a.name === 'resultLength')?.value).toBe('602');
   });
 

@@ -1,5 +1,5 @@
 import type { OperationSpec, LegacyCall } from '../operations.js';
-import type { XmlElement } from '../xml/tree.js';
+import type { Page } from '../xml/compact.js';
 import type { Answer } from './answer.js';
 import type { BindingName } from './bindings.js';
 
@@ -40,7 +40,7 @@ export type Read<W> =
 export interface Binding<W = unknown> {
   accepts(method: string, pathInfo: string): boolean;
   read(request: ServiceRequest): Read<W>;
-  write(result: XmlElement, call: LegacyCall, wire: W): Answer;
+  write(result: Page, call: LegacyCall, wire: W): Answer;
   /** Any error: a read failure, a translation or upstream failure, or a defect (never its own text). */
   writeError(error: unknown, wire: W): Answer;
 }

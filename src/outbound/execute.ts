@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { assembleAll, assembleWindow, totalItems } from '../translate/assemble.js';
 import { remainingPages, type Plan, type UpstreamRequest } from '../translate/plan.js';
-import type { XmlElement } from '../xml/tree.js';
+import { treeOf, type Page } from '../xml/compact.js';
 import type { Fetcher } from './upstream.js';
 
 /**
@@ -16,16 +16,16 @@ export interface ExecuteOptions {
   readonly signal?: AbortSignal;
 }
 
-export async function executePlan(plan: Plan, upstream: Fetcher, options: ExecuteOptions): Promise<XmlElement> {
+export async function executePlan(plan: Plan, upstream: Fetcher, options: ExecuteOptions): Promise<Page> {
   switch (plan.kind) {
     case 'single':
       return upstream.fetch(plan.request, options.signal);
     case 'window':
-      return assembleWindow(await fetchAll(plan.requests, upstream, options), plan.window, plan.run);
+      return assembleWindow((await fetchAll(plan.requests, upstream, options)).map(treeOf), plan.window, plan.run);
     case 'allPages': {
-      const first = await upstream.fetch(plan.first, options.signal);
+      const first = treeOf(await upstream.fetch(plan.first, options.signal));
       const rest = await fetchAll(remainingPages(plan, totalItems(first)), upstream, options);
-      return assembleAll([first, ...rest], plan.pageSize);
+      return assembleAll([first, ...rest.map(treeOf)], plan.pageSize);
     }
   }
 }
@@ -34,13 +34,14 @@ export async function executePlan(plan: Plan, upstream: Fetcher, options: Execut
  * Fetches every request, at most `maxConcurrentPages` at a time, pages in request order. The first
  * failure cancels the requests still running and keeps the rest from starting.
  */
-async function fetchAll(requests: readonly UpstreamRequest[], upstream: Fetcher, { maxConcurrentPages, signal }: ExecuteOptions): Promise<XmlElement[]> {
+async function fetchAll(requests: readonly UpstreamRequest[], upstream: Fetcher, { maxConcurrentPages, signal }: ExecuteOptions): Promise<Page[]> {
   if (requests.length === 0) return [];
   const failed = new AbortController();
   const combined = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal;
-  // Each request in flight listens on it; up to `maxConcurrentPages` at once is expected, not a leak.
-  setMaxListeners(maxConcurrentPages + 2, combined);
-  const results: XmlElement[] = new Array(requests.length);
+  // undici listens on it for each request in flight and again for its body: up to twice
+  // `maxConcurrentPages` at once is expected, not a leak.
+  setMaxListeners(2 * maxConcurrentPages + 2, combined);
+  const results: Page[] = new Array(requests.length);
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < requests.length && !combined.aborted) {

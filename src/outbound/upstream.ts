@@ -2,6 +2,7 @@ import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { CallError, UpstreamError, type FailureReason, type UpstreamFailure } from '../errors.js';
 import type { UpstreamRequest } from '../translate/plan.js';
+import { compactDocument, type Page } from '../xml/compact.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 
@@ -25,7 +26,7 @@ export interface UpstreamOutcome {
 
 export interface Upstream {
   /** `signal` aborts the request; a reason that is a CallError is what the fetch then throws. */
-  fetch(request: UpstreamRequest, signal?: AbortSignal): Promise<XmlElement>;
+  fetch(request: UpstreamRequest, signal?: AbortSignal): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -65,7 +66,7 @@ export function createUpstream(
   const dispatcher: Dispatcher = agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
 
   /** `responded` hears the status as soon as the headers are in, before the body is read or checked. */
-  async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, responded: (status: number) => void): Promise<XmlElement> {
+  async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, responded: (status: number) => void): Promise<Page> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
     const { statusCode, body } = await dispatcher.request({
       origin: base.origin,
@@ -120,10 +121,15 @@ function secretsOf(request: UpstreamRequest): string[] {
 }
 
 /**
- * Status and body in, result root or a named failure out. An upstream error message that echoes
- * one of `secrets` (the appKey sent) has it redacted: the message goes to legacy clients as a fault.
+ * Status and body in, page or a named failure out. A 2xx page in the canonical subset passes through
+ * as text (src/xml/compact.ts); anything else is parsed and checked whole. An upstream error message
+ * that echoes one of `secrets` (the appKey sent) has it redacted: it goes to legacy clients as a fault.
  */
-export function readResponse(statusCode: number, text: string, secrets: readonly string[] = []): XmlElement {
+export function readResponse(statusCode: number, text: string, secrets: readonly string[] = []): Page {
+  if (statusCode >= 200 && statusCode <= 299) {
+    const compact = compactDocument(text, EXPECTED_ROOT);
+    if (compact !== null) return compact;
+  }
   let root: XmlElement | undefined;
   try {
     // Positions only serve error texts the client never sees for an upstream response.

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import { HttpBindingError } from '../../errors.js';
+import { indentedDocument } from '../../xml/compact.js';
 import { writeXmlDocument } from '../../xml/write.js';
 import { textError, xmlAnswer } from '../answer.js';
 import { percentDecode, queryCollection } from '../aspnet/url-decode.js';
@@ -27,7 +28,7 @@ export function httpBinding(verb: 'GET' | 'POST', service: Config['service']): B
         return { ok: false, binding, operation: err.operation, error: err, wire: null };
       }
     },
-    write: (result) => xmlAnswer(writeXmlDocument(result, { indent: true })),
+    write: (result) => xmlAnswer(result.type === 'compact' ? indentedDocument(result) : writeXmlDocument(result, { indent: true })),
     writeError: (error) => textError(error instanceof HttpBindingError ? error.chain : [exceptionMessage(error)]),
   };
 }

@@ -1,6 +1,6 @@
 import type { SoapFaultCode, SoapVersion } from '../../errors.js';
 import type { OperationSpec } from '../../operations.js';
-import type { XmlElement } from '../../xml/tree.js';
+import { soapContent, type Page } from '../../xml/compact.js';
 import { XML_DECLARATION, escapeText, writeXml } from '../../xml/write.js';
 
 /** SOAP answers byte for byte as ASMX writes them (docs/wire.md §4, §5.1): one line, no trailing newline. */
@@ -23,8 +23,8 @@ function envelope(version: SoapVersion, header: string, body: string): string {
   );
 }
 
-export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: XmlElement): string {
-  const content = writeXml(result, { indent: false, defaultNamespace: namespace });
+export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: Page): string {
+  const content = result.type === 'compact' ? soapContent(result) : writeXml(result, { indent: false, defaultNamespace: namespace });
   return envelope(version, '', `<${op.name}Response xmlns="${namespace}"><${op.name}Result>${content}</${op.name}Result></${op.name}Response>`);
 }
 

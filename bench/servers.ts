@@ -1,0 +1,122 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import { pino } from 'pino';
+import * as soap from 'soap';
+import { Agent, request } from 'undici';
+import { loadConfig, type Json } from '../src/config.js';
+import { startDemoUpstream } from '../src/demo/upstream.js';
+import { renderWsdl } from '../src/inbound/description/wsdl.js';
+import { buildApp } from '../src/server/app.js';
+
+/**
+ * The servers the benchmark measures, each started in a child process of its own so that it can be
+ * pinned to a core and its CPU time and memory read apart from the load generator's:
+ *
+ *   upstream     the demo catalog behind a cache, so that the upstream costs almost nothing per call;
+ *                store pages answer after `storeDelayMs`, as a remote upstream would
+ *   passthrough  (a) bare fastify + undici: the Search query cut out of the envelope with a regular
+ *                expression, the upstream body spliced into the envelope with the proxy's bytes
+ *                (whitespace between tags dropped, `xmlns=""` added), no checks
+ *   facade       (b) what a team would write by hand with the `soap` package's server
+ *   proxy        (c) this product
+ *
+ * `node dist/bench/servers.js KIND OPTIONS_JSON`; the child tells its parent its URL over IPC and
+ * answers `usage` messages with its CPU time and memory.
+ */
+
+interface Options {
+  readonly upstream?: string;
+  /** Designs in the upstream's catalog. */
+  readonly designs?: number;
+  readonly storeDelayMs?: number;
+  readonly proxyConfig?: Json;
+}
+
+const NS = 'http://tempuri.org/';
+const APP_KEY = 'bench-app-key';
+
+async function startUpstream(options: Options): Promise<string> {
+  const config = loadConfig({}, { log: { level: 'silent' }, demo: { designs: options.designs ?? 480 } });
+  const demo = await startDemoUpstream(config);
+  const cache = new Map<string, Promise<{ status: number; body: Buffer }>>();
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const target = req.url ?? '/';
+    let cached = cache.get(target);
+    if (!cached) {
+      cached = fetch(`${demo.url}${target}`).then(async (response) => ({ status: response.status, body: Buffer.from(await response.arrayBuffer()) }));
+      cache.set(target, cached);
+    }
+    const delay = target.startsWith('/product.searchForProductsOfStore.cp') ? (options.storeDelayMs ?? 0) : 0;
+    void cached.then(({ status, body }) =>
+      setTimeout(() => res.writeHead(status, { 'content-type': 'text/xml; charset=utf-8', 'content-length': body.length }).end(body), delay),
+    );
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const ENVELOPE_HEAD =
+  '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><SearchResponse xmlns="http://tempuri.org/"><SearchResult>';
+const ENVELOPE_TAIL = '</SearchResult></SearchResponse></soap:Body></soap:Envelope>';
+
+async function startPassthrough(options: Options): Promise<string> {
+  const upstream = new URL(options.upstream as string);
+  const agent = new Agent({ connections: 16, keepAliveTimeout: 30_000 });
+  const fastify = Fastify({ logger: false });
+  fastify.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+  fastify.post('/index.asmx', async (req, reply) => {
+    const query = /<query>([^<]*)<\/query>/.exec(String(req.body))?.[1] ?? '';
+    const { body } = await request(`${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(query)}`, { dispatcher: agent });
+    const result = (await body.text()).trim().replace(/>[ \t\r\n]+</g, '><').replace(/^<searchResultSet /, '<searchResultSet xmlns="" ');
+    reply.header('content-type', 'text/xml; charset=utf-8').header('cache-control', 'private, max-age=0');
+    return ENVELOPE_HEAD + result + ENVELOPE_TAIL;
+  });
+  return fastify.listen({ host: '127.0.0.1', port: 0 });
+}
+
+async function startFacade(options: Options): Promise<string> {
+  const upstream = new URL(options.upstream as string);
+  const agent = new Agent({ connections: 16, keepAliveTimeout: 30_000 });
+  const service = loadConfig({}).service;
+  const server = createServer();
+  const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+  const url = `http://127.0.0.1:${port}/index.asmx`;
+  const implementation = {
+    [service.name]: {
+      [`${service.name}Soap`]: {
+        Search: async (args: { query?: string }) => {
+          const { body } = await request(`${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(args.query ?? '')}`, { dispatcher: agent });
+          return { SearchResult: { $xml: await body.text() } };
+        },
+      },
+    },
+  };
+  soap.listen(server, '/index.asmx', implementation, renderWsdl(service, url), () => {});
+  return `http://127.0.0.1:${port}`;
+}
+
+async function startProxy(options: Options): Promise<string> {
+  const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: options.upstream as string, appKey: APP_KEY } }, options.proxyConfig ?? {});
+  const { fastify } = await buildApp(config, { logger: pino({ level: 'silent' }) });
+  return fastify.listen({ host: '127.0.0.1', port: 0 });
+}
+
+const STARTERS: Readonly<Record<string, (options: Options) => Promise<string>>> = {
+  upstream: startUpstream,
+  passthrough: startPassthrough,
+  facade: startFacade,
+  proxy: startProxy,
+};
+
+const [kind = '', optionsJson = '{}'] = process.argv.slice(2);
+const start = STARTERS[kind];
+if (!start || !process.send) throw new Error(`usage (from bench/run.ts): servers.js ${Object.keys(STARTERS).join('|')} OPTIONS_JSON`);
+const url = await start(JSON.parse(optionsJson) as Options);
+process.on('message', (message) => {
+  if (message !== 'usage') return;
+  const cpu = process.cpuUsage();
+  process.send?.({ cpuMs: (cpu.user + cpu.system) / 1000, rssMiB: process.memoryUsage().rss / 2 ** 20, maxRssMiB: process.resourceUsage().maxRSS / 1024 });
+});
+process.send({ url, ns: NS });

@@ -1,0 +1,187 @@
+import { parseXml } from './parse.js';
+import type { XmlElement } from './tree.js';
+import { XML_DECLARATION } from './write.js';
+
+/**
+ * The fast path for upstream pages: a document in the canonical subset of XML is passed through as
+ * text, never turned into a tree and written back. The canonical subset is what the writer
+ * (src/xml/write.ts) would write unchanged: no namespaces, no DTD, comments, CDATA or processing
+ * instructions; attributes in double quotes, one space apart; only the escapes the writer itself
+ * uses; empty elements as `<x />`. For such a document, the compact text (whitespace-only text
+ * between tags dropped, as a default-loaded XmlDocument drops it) is byte for byte what parsing and
+ * writing would give, and its checks (well-formed, no DTD, not cut short, one root) are the parser's
+ * for that subset. Anything outside it returns `null`: the caller parses the whole document as
+ * before, with the same results and faults.
+ */
+
+export interface CompactDocument {
+  readonly type: 'compact';
+  /** The root element, whitespace-only text between tags dropped. */
+  readonly text: string;
+  readonly rootName: string;
+}
+
+/** An upstream page: passed through as compact text, or parsed into a tree when it had to be. */
+export type Page = XmlElement | CompactDocument;
+
+/** Deeper documents go the slow way, which refuses them as the parser does. */
+const MAX_DEPTH = 128;
+
+const NAME = '[A-Za-z_][A-Za-z0-9_.-]*';
+/** Attribute values: anything but markup, quotes, controls (tab and line breaks too: the parser would normalise them) and U+FFFE/U+FFFF. */
+const VALUE = '[^"<>&\\x00-\\x1F\\uFFFE\\uFFFF]*(?:&(?:amp|lt|gt|quot);[^"<>&\\x00-\\x1F\\uFFFE\\uFFFF]*)*';
+/** Text: anything but markup, `>` (the writer escapes it), CR (the parser normalises it) and controls. */
+const TEXT = '[^<>&\\x00-\\x08\\x0B\\x0C\\x0D\\x0E-\\x1F\\uFFFE\\uFFFF]+|&(?:amp|lt|gt);';
+/** The lexical canonical form of a compacted document: start tags, end tags, text. */
+const LEXICAL = new RegExp(`^(?:<${NAME}(?: ${NAME}="${VALUE}")*(?: />|>)|</${NAME}>|${TEXT})*$`);
+const BETWEEN_TAGS = />[ \t\r\n]+</g;
+
+/** `text` as a compact document with root `expectedRoot`, or `null` when it must take the slow path. */
+export function compactDocument(text: string, expectedRoot: string): CompactDocument | null {
+  const compact = trimXmlSpace(text).replace(BETWEEN_TAGS, '><');
+  if (!compact.startsWith(`<${expectedRoot}`) || !LEXICAL.test(compact) || compact.includes(' xmlns')) return null;
+  return wellNested(compact) ? { type: 'compact', text: compact, rootName: expectedRoot } : null;
+}
+
+const isXmlSpace = (code: number): boolean => code === 32 || code === 9 || code === 10 || code === 13;
+
+/** Without the white space XML allows around the root (a regular expression anchored at the end would try every run). */
+function trimXmlSpace(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isXmlSpace(text.charCodeAt(start))) start++;
+  while (end > start && isXmlSpace(text.charCodeAt(end - 1))) end--;
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}
+
+/**
+ * One root, every end tag closing the element open, no attribute twice in a tag, no element that
+ * the writer would write as `<x />` written `<x></x>`. The text is lexically canonical already, so
+ * every `<` starts a tag and the next `>` ends it. Names are compared in place, not cut out.
+ */
+function wellNested(text: string): boolean {
+  const openStart = new Int32Array(MAX_DEPTH);
+  const openLength = new Int32Array(MAX_DEPTH);
+  const attributes = { start: new Int32Array(64), length: new Int32Array(64) };
+  let depth = 0;
+  let pos = 0;
+  let rootClosed = false;
+  /** The last tag was a start tag with nothing after it yet. */
+  let justOpened = false;
+  while (pos < text.length) {
+    if (text.charCodeAt(pos) !== 60 /* < */) {
+      // Text: only inside the root.
+      if (depth === 0) return false;
+      justOpened = false;
+      pos = text.indexOf('<', pos);
+      if (pos < 0) return false;
+      continue;
+    }
+    if (rootClosed) return false;
+    const close = text.indexOf('>', pos);
+    if (text.charCodeAt(pos + 1) === 47 /* / */) {
+      // `<x></x>`: the writer writes an element without content as `<x />`.
+      if (justOpened || depth === 0) return false;
+      depth--;
+      const length = openLength[depth] as number;
+      if (close - pos - 2 !== length || !sameChars(text, openStart[depth] as number, pos + 2, length)) return false;
+      if (depth === 0) rootClosed = true;
+      justOpened = false;
+    } else {
+      let end = pos + 1;
+      while (end < close && text.charCodeAt(end) !== 32) end++;
+      if (!distinctAttributes(text, end, close, attributes)) return false;
+      justOpened = text.charCodeAt(close - 1) !== 47; /* / */
+      if (justOpened) {
+        if (depth >= MAX_DEPTH) return false;
+        openStart[depth] = pos + 1;
+        openLength[depth] = end - pos - 1;
+        depth++;
+      } else if (depth === 0) {
+        rootClosed = true;
+      }
+    }
+    pos = close + 1;
+  }
+  return rootClosed;
+}
+
+function sameChars(text: string, a: number, b: number, length: number): boolean {
+  for (let i = 0; i < length; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
+  return true;
+}
+
+/** Attributes ` name="value"` from `from` to the tag's end `close`: no name twice. */
+function distinctAttributes(text: string, from: number, close: number, seen: { start: Int32Array; length: Int32Array }): boolean {
+  let count = 0;
+  let at = from;
+  while (text.charCodeAt(at) === 32 && text.charCodeAt(at + 1) !== 47 /* / */) {
+    const eq = text.indexOf('=', at);
+    const start = at + 1;
+    const length = eq - start;
+    for (let k = 0; k < count; k++) {
+      if (seen.length[k] === length && sameChars(text, seen.start[k] as number, start, length)) return false;
+    }
+    // No upstream element has that many attributes: such a tag goes the slow way.
+    if (count === seen.start.length) return false;
+    seen.start[count] = start;
+    seen.length[count] = length;
+    count++;
+    at = text.indexOf('"', eq + 2) + 1;
+  }
+  return at === close || (text.charCodeAt(at) === 32 && at + 2 === close);
+}
+
+/** The page as a tree, for the assemblers that cut and join pages. */
+export function treeOf(page: Page): XmlElement {
+  return page.type === 'compact' ? parseXml(page.text, { positions: false }) : page;
+}
+
+/**
+ * The root as the SOAP writer embeds it under a default namespace: `xmlns=""` right after the root's
+ * name, since its elements are in no namespace (docs/wire.md §4).
+ */
+export function soapContent(page: CompactDocument): string {
+  const nameEnd = page.rootName.length + 1;
+  return `${page.text.slice(0, nameEnd)} xmlns=""${page.text.slice(nameEnd)}`;
+}
+
+const NEWLINE = '\r\n';
+const INDENT = '  ';
+
+/**
+ * The whole document as the HTTP GET/POST bindings write it: declaration, CRLF, the root indented by
+ * XmlTextWriter's rules (docs/wire.md §6.4): each element on its own line two spaces deeper, unless
+ * its parent holds text, from which point on nothing below that parent gets line breaks.
+ */
+export function indentedDocument(page: CompactDocument): string {
+  const { text } = page;
+  const out: string[] = [XML_DECLARATION, NEWLINE];
+  /** Per open element: whether it holds text (is mixed) so far. */
+  const mixed: boolean[] = [];
+  let pos = 0;
+  while (pos < text.length) {
+    const depth = mixed.length;
+    const parentMixed = depth > 0 && mixed[depth - 1] === true;
+    if (text.charCodeAt(pos) !== 60 /* < */) {
+      const next = text.indexOf('<', pos);
+      out.push(text.slice(pos, next));
+      mixed[depth - 1] = true;
+      pos = next;
+      continue;
+    }
+    const close = text.indexOf('>', pos) + 1;
+    const tag = text.slice(pos, close);
+    if (text.charCodeAt(pos + 1) === 47 /* / */) {
+      const own = mixed.pop() === true;
+      if (!own) out.push(NEWLINE, INDENT.repeat(depth - 1));
+      out.push(tag);
+    } else {
+      if (depth > 0 && !parentMixed) out.push(NEWLINE, INDENT.repeat(depth));
+      out.push(tag);
+      if (text.charCodeAt(close - 2) !== 47 /* / */) mixed.push(parentMixed);
+    }
+    pos = close;
+  }
+  return out.join('');
+}

@@ -1,0 +1,126 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { startDemoUpstream } from '../src/demo/upstream.js';
+import { compactDocument, indentedDocument, soapContent } from '../src/xml/compact.js';
+import { parseXml } from '../src/xml/parse.js';
+import { writeXml, writeXmlDocument } from '../src/xml/write.js';
+import { SEARCH_PAGES, pageDocument } from './support/pages.js';
+
+/**
+ * The fast path passes a canonical upstream page through as text. Whenever it does, the bytes must
+ * be exactly what parsing and writing the page would give (the SOAP content and the indented HTTP
+ * document), and the page must be one the parser accepts; whenever it does not, the slow path
+ * decides. Checked on generated documents, canonical and not, well-formed and not.
+ */
+
+const ROOT = 'searchResultSet';
+const NS = 'http://tempuri.org/';
+
+const pick = <T>(...values: T[]): fc.Arbitrary<T> => fc.constantFrom(...values);
+/** Mostly `usual`, now and then `rare`: most documents canonical, some at or past its edges. */
+const mostly = <T>(usual: fc.Arbitrary<T>, rare: fc.Arbitrary<T>): fc.Arbitrary<T> =>
+  fc.oneof({ weight: 40, arbitrary: usual }, { weight: 1, arbitrary: rare });
+
+/** Characters and references, the ones at the edges of the canonical subset now and then. */
+const piece = mostly(
+  pick('a', 'Z', '0', ' ', 'é', '€', '😀', '&amp;', '&lt;', '&gt;', '"', "'"),
+  pick('&quot;', '&apos;', '&#65;', '&#x9;', '>', '\t', '\n', '\r', '\u0001', '&', '<', ']]>', '\uFFFE'),
+);
+const chars = (max: number): fc.Arbitrary<string> => fc.array(piece, { maxLength: max }).map((parts) => parts.join(''));
+const space = mostly(pick('', '\n  ', '\r\n    '), pick(' ', '\t', '\u00A0'));
+const name = mostly(pick(ROOT, 'a', 'b', 'item', 'x.y', '_z', 'Item-1'), pick('p:q', 'é'));
+const attributeName = mostly(pick('id', 'name', 'a', 'b', 'x.y'), pick('xmlns', 'xmlns:p', 'p:q'));
+
+const attribute = fc
+  .tuple(mostly(pick(' '), pick('  ', '\n')), attributeName, mostly(pick('"'), pick("'")), chars(6))
+  .map(([separator, key, quote, value]) => `${separator}${key}=${quote}${value.replaceAll(quote, '')}${quote}`);
+
+const { element } = fc.letrec<{ element: string; node: string }>((tie) => ({
+  element: fc
+    .tuple(name, fc.array(attribute, { maxLength: 3 }), mostly(pick('children', ' />'), pick('/>', 'pair')), fc.array(tie('node'), { maxLength: 4, depthIdentifier: 'tree' }))
+    .map(([tag, attributes, form, children]) => {
+      const open = `<${tag}${attributes.join('')}`;
+      if (form === '/>' || form === ' />') return `${open}${form}`;
+      if (form === 'pair') return `${open}></${tag}>`;
+      return `${open}>${children.join('')}</${tag}>`;
+    }),
+  // Past the depth limit only the first (a leaf) is drawn.
+  node: fc.oneof(
+    { maxDepth: 4, depthIdentifier: 'tree' },
+    { weight: 3, arbitrary: space },
+    { weight: 4, arbitrary: tie('element') },
+    { weight: 2, arbitrary: chars(5) },
+    { weight: 1, arbitrary: mostly(chars(3), pick('<!-- c -->', '<![CDATA[x<y]]>', '<?pi x?>')) },
+  ),
+}));
+
+/** A root element, sometimes with a prolog, trailing matter, or cut short. */
+const documentText = fc
+  .tuple(
+    space,
+    mostly(pick(''), pick('<?xml version="1.0"?>', '<!DOCTYPE searchResultSet>', '\uFEFF')),
+    fc.array(attribute, { maxLength: 3 }),
+    fc.array(element.chain((e) => fc.tuple(space, fc.constant(e)).map(([s, x]) => s + x)), { maxLength: 4 }),
+    space,
+    mostly(pick(''), pick('trailing', '<b />', '<!-- after -->')),
+    mostly(fc.constant(null), fc.nat()),
+  )
+  .map(([lead, prolog, attributes, children, inner, trailing, cut]) => {
+    const text = `${lead}${prolog}<${ROOT}${attributes.join('')}>${children.join('')}${inner}</${ROOT}>${lead}${trailing}`;
+    return cut === null ? text : text.slice(0, cut % (text.length + 1));
+  });
+
+function expectSameAsSlowPath(text: string): boolean {
+  const fast = compactDocument(text, ROOT);
+  if (fast === null) return false;
+  const tree = parseXml(text, { positions: false });
+  expect(tree.local).toBe(ROOT);
+  expect(soapContent(fast)).toBe(writeXml(tree, { indent: false, defaultNamespace: NS }));
+  expect(indentedDocument(fast)).toBe(writeXmlDocument(tree, { indent: true }));
+  return true;
+}
+
+describe('the fast path for upstream pages', () => {
+  it('gives exactly the bytes of the slow path whenever it takes a document', () => {
+    let taken = 0;
+    let runs = 0;
+    fc.assert(
+      fc.property(documentText, (text) => {
+        runs++;
+        if (expectSameAsSlowPath(text)) taken++;
+      }),
+      { numRuns: 3000 },
+    );
+    // Not a vacuous property: a fair share of the generated documents is canonical.
+    expect(taken / runs).toBeGreaterThan(0.05);
+  });
+
+  it.each([
+    ['an attribute twice', `<${ROOT} a="1" a="2" />`],
+    ['an end tag that closes another element', `<${ROOT}><a></b></${ROOT}>`],
+    ['a document cut short', `<${ROOT}><a>`],
+    ['two roots', `<${ROOT} /><${ROOT} />`],
+    ['another root', '<products />'],
+    ['an element written as a pair with nothing in it', `<${ROOT}><a></a></${ROOT}>`],
+    ['only white space in an element', `<${ROOT}><a>  </a></${ROOT}>`],
+    ['a DOCTYPE', `<!DOCTYPE ${ROOT} [<!ENTITY e "x">]><${ROOT}>&e;</${ROOT}>`],
+    ['a namespace', `<${ROOT} xmlns="urn:x" />`],
+    ['text outside the root', `x<${ROOT} />`],
+    ['nesting past 128 levels', `<${ROOT}>${'<a>'.repeat(130)}x${'</a>'.repeat(130)}</${ROOT}>`],
+  ])('leaves %s to the slow path', (_case, text) => {
+    expect(compactDocument(text, ROOT)).toBeNull();
+  });
+
+  it('takes the pages the upstream writes', async () => {
+    expect(expectSameAsSlowPath(pageDocument(100, new Map([['resultsPerPage', '60']]), SEARCH_PAGES))).toBe(true);
+    const demo = await startDemoUpstream(loadConfig({}, { log: { level: 'silent' } }));
+    try {
+      const page = await (await fetch(`${demo.url}/product.search.cp?v=3&appKey=k&resultsPerPage=60`)).text();
+      expect(page).toContain('&amp;amp;');
+      expect(expectSameAsSlowPath(page)).toBe(true);
+    } finally {
+      await demo.close();
+    }
+  });
+});
