@@ -1,6 +1,7 @@
 import type { Config } from './config.js';
 import type { LegacyCall } from './operations.js';
 import { executePlan } from './outbound/execute.js';
+import { createPageCounts } from './outbound/page-counts.js';
 import type { Fetcher } from './outbound/upstream.js';
 import { createPlanner } from './translate/plan.js';
 import type { Page } from './xml/compact.js';
@@ -12,6 +13,10 @@ export type CallAnswerer = (call: LegacyCall, upstream: Fetcher, signal?: AbortS
 export function createCallAnswerer(config: Config): CallAnswerer {
   const planner = createPlanner(config);
   const { maxConcurrentPages } = config.upstream;
+  const pageCounts = createPageCounts(PAGE_COUNT_MEMORY);
   // Planned inside the promise: a translation error is a failed call like any other.
-  return async (call, upstream, signal) => executePlan(planner.plan(call), upstream, { maxConcurrentPages, ...(signal ? { signal } : {}) });
+  return async (call, upstream, signal) => executePlan(planner.plan(call), upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
 }
+
+/** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
+const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };

@@ -2,10 +2,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { startDemoUpstream } from '../src/demo/upstream.js';
-import { compactDocument, indentedDocument, soapContent } from '../src/xml/compact.js';
+import { assembleAll, assembleWindow } from '../src/translate/assemble.js';
+import { planPages } from '../src/translate/paging.js';
+import { compactDocument, indentedDocument, soapContent, type Page } from '../src/xml/compact.js';
 import { parseXml } from '../src/xml/parse.js';
 import { writeXml, writeXmlDocument } from '../src/xml/write.js';
-import { SEARCH_PAGES, pageDocument } from './support/pages.js';
+import { SEARCH_PAGES, STORE_PAGES, pageDocument } from './support/pages.js';
 
 /**
  * The fast path passes a canonical upstream page through as text. Whenever it does, the bytes must
@@ -122,5 +124,63 @@ describe('the fast path for upstream pages', () => {
     } finally {
       await demo.close();
     }
+  });
+});
+
+/** What a client would get from `assemble`: both renderings, or the failure's text. */
+function rendered(assemble: () => Page): { soap: string; document: string } | { error: string } {
+  try {
+    const page = assemble();
+    return page.type === 'compact'
+      ? { soap: soapContent(page), document: indentedDocument(page) }
+      : { soap: writeXml(page, { indent: false, defaultNamespace: NS }), document: writeXmlDocument(page, { indent: true }) };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+describe('windows and whole lists cut and joined as text', () => {
+  it('give the bytes, or the failure, of the same pages as trees', () => {
+    let compared = 0;
+    fc.assert(
+      fc.property(fc.nat(300), fc.nat(120), fc.integer({ min: 1, max: 50 }), fc.nat(400), fc.nat(3), (offset, count, maxPageSize, total, shift) => {
+        const window = { offset, count };
+        const run = planPages(window, maxPageSize);
+        const texts = Array.from({ length: run.pageCount }, (_, i) =>
+          pageDocument(total, new Map([['pageNumber', String(run.firstPage + i + 1)], ['resultsPerPage', String(run.pageSize)]]), SEARCH_PAGES)
+            // Now and then a page that does not start where it was asked to.
+            .replace(/startResult="(\d+)"/, (match, start: string) => (i === 1 && shift === 0 ? `startResult="${Number(start) + 1}"` : match)),
+        );
+        const compact = texts.map((text) => compactDocument(text, ROOT));
+        if (compact.some((page) => page === null)) return;
+        compared++;
+        const trees = texts.map((text) => parseXml(text, { positions: false }));
+        expect(rendered(() => assembleWindow(compact as Page[], window, run))).toEqual(rendered(() => assembleWindow(trees, window, run)));
+      }),
+      { numRuns: 300 },
+    );
+    expect(compared).toBeGreaterThan(100);
+  });
+
+  it.each([0, 1, 10, 11, 25, 31])('a whole list of %i items, and one whose total changes while the pages come in', (total) => {
+    const pageSize = 10;
+    const pages = (grow: number): string[] =>
+      Array.from({ length: Math.max(1, Math.ceil(total / pageSize)) }, (_, i) =>
+        pageDocument(total + i * grow, new Map([['page', String(i)], ['pageSize', String(pageSize)]]), STORE_PAGES),
+      );
+    for (const texts of [pages(0), pages(1)]) {
+      const compact = texts.map((text) => compactDocument(text, ROOT) ?? parseXml(text, { positions: false }));
+      const trees = texts.map((text) => parseXml(text, { positions: false }));
+      expect(rendered(() => assembleAll(compact, pageSize))).toEqual(rendered(() => assembleAll(trees, pageSize)));
+    }
+  });
+
+  it('an empty container written `<mainResults />` takes the items of the window', () => {
+    const page = `<${ROOT} totalDesigns="1" startResult="0" resultLength="0"><mainResults /><searchQuery><searchString>q &amp; r</searchString></searchQuery></${ROOT}>`;
+    const compact = compactDocument(page, ROOT);
+    expect(compact).not.toBeNull();
+    const window = { offset: 0, count: 5 };
+    const run = planPages(window, 10);
+    expect(rendered(() => assembleWindow([compact as Page], window, run))).toEqual(rendered(() => assembleWindow([parseXml(page)], window, run)));
   });
 });

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LegacyCall } from '../src/operations.js';
@@ -5,10 +6,11 @@ import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { planPages } from '../src/translate/paging.js';
-import { bindTranslator } from '../src/translate/plan.js';
+import { bindTranslator, type UpstreamRequest } from '../src/translate/plan.js';
+import { parseXml } from '../src/xml/parse.js';
 import { attribute } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
-import { SEARCH_PAGES, STORE_PAGES, itemIds, pagedUpstream, range } from './support/pages.js';
+import { SEARCH_PAGES, STORE_PAGES, itemIds, pageDocument, pagedUpstream, range } from './support/pages.js';
 
 /** Fewest pages of one size ≤ max covering the window, found by trying every size and page. */
 function bruteForceMinimum(offset: number, count: number, max: number): number {
@@ -210,5 +212,73 @@ describe('windows a translator asks for', () => {
   ])('%j is refused, not answered with an empty result', (window, message) => {
     const plan = bindTranslator([], '/product.search.cp', (_args, to) => to.window(window, []));
     expect(() => plan({}, context)).toThrow(message);
+  });
+});
+
+describe('StoreLookup round trips', () => {
+  const call: LegacyCall = { operation: findOperation('StoreLookup')!, args: { storeId: 'cybersprocket' } };
+  const config = testConfig({ paging: { storeLookupPageSize: 10 } });
+
+  /**
+   * A store of `total()` items whose pages each take a while; records which pages were asked for
+   * together (`waves`) and in which order (`asked`).
+   */
+  function slowStore(total: () => number, refusePastEnd = false) {
+    const waves: number[][] = [];
+    const asked: number[] = [];
+    let inFlight: number[] = [];
+    return {
+      waves,
+      asked,
+      async fetch(request: UpstreamRequest, signal?: AbortSignal) {
+        const page = Number(new Map(request.params).get('page'));
+        asked.push(page);
+        if (inFlight.length === 0) waves.push((inFlight = []));
+        inFlight.push(page);
+        waves[waves.length - 1] = [...inFlight];
+        try {
+          await sleep(15, undefined, signal ? { signal } : {});
+        } finally {
+          inFlight = inFlight.filter((p) => p !== page);
+        }
+        if (refusePastEnd && page * 10 >= total()) throw new Error(`page ${page} is past the end`);
+        return parseXml(pageDocument(total(), new Map(request.params), STORE_PAGES));
+      },
+    };
+  }
+
+  it('a store of 10 pages costs two round trips: the first page, then the other nine at once', async () => {
+    const store = slowStore(() => 100);
+    const result = treeOf(await createCallAnswerer(config)(call, store));
+    expect(itemIds(result)).toEqual(range(0, 100));
+    expect(store.waves).toEqual([[0], range(1, 10)]);
+  });
+
+  it('asks for every page at once when the store was seen in a recent call', async () => {
+    const answer = createCallAnswerer(config);
+    await answer(call, slowStore(() => 100));
+    const store = slowStore(() => 100);
+    expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, 100));
+    expect(store.waves).toEqual([range(0, 10)]);
+  });
+
+  it.each([
+    ['grew', 100, 130, [range(0, 10), range(10, 13)]],
+    ['shrank', 100, 55, [range(0, 10)]],
+  ])('a store that %s since is still answered whole, never truncated or padded', async (_change, before, after, waves) => {
+    const answer = createCallAnswerer(config);
+    await answer(call, slowStore(() => before));
+    const store = slowStore(() => after);
+    expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, after));
+    expect(store.waves).toEqual(waves);
+  });
+
+  it('a store that shrank, with an upstream that refuses pages past its end, is fetched the usual way', async () => {
+    const answer = createCallAnswerer(config);
+    await answer(call, slowStore(() => 100));
+    const store = slowStore(() => 35, true);
+    expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, 35));
+    // All ten at once; once one is refused, the first page alone, then the rest it names.
+    expect(store.asked).toEqual([...range(0, 10), 0, 1, 2, 3]);
   });
 });

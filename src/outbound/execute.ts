@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { assembleAll, assembleWindow, totalItems } from '../translate/assemble.js';
-import { remainingPages, type Plan, type UpstreamRequest } from '../translate/plan.js';
-import { treeOf, type Page } from '../xml/compact.js';
+import { listKey, listPages, pageCount, type AllPagesPlan, type Plan, type UpstreamRequest } from '../translate/plan.js';
+import type { Page } from '../xml/compact.js';
+import type { PageCounts } from './page-counts.js';
 import type { Fetcher } from './upstream.js';
 
 /**
@@ -12,6 +13,8 @@ import type { Fetcher } from './upstream.js';
 export interface ExecuteOptions {
   /** Upstream requests of one call in flight at once (`upstream.maxConcurrentPages`). */
   readonly maxConcurrentPages: number;
+  /** Page counts of whole lists seen recently; without it, each list starts from its first page. */
+  readonly pageCounts?: PageCounts;
   /** Cancels every upstream request of the call; its reason is what the call then throws. */
   readonly signal?: AbortSignal;
 }
@@ -21,13 +24,34 @@ export async function executePlan(plan: Plan, upstream: Fetcher, options: Execut
     case 'single':
       return upstream.fetch(plan.request, options.signal);
     case 'window':
-      return assembleWindow((await fetchAll(plan.requests, upstream, options)).map(treeOf), plan.window, plan.run);
-    case 'allPages': {
-      const first = treeOf(await upstream.fetch(plan.first, options.signal));
-      const rest = await fetchAll(remainingPages(plan, totalItems(first)), upstream, options);
-      return assembleAll([first, ...rest.map(treeOf)], plan.pageSize);
+      return assembleWindow(await fetchAll(plan.requests, upstream, options), plan.window, plan.run);
+    case 'allPages':
+      return assembleAll(await fetchList(plan, upstream, options), plan.pageSize);
+  }
+}
+
+/**
+ * Every page of a whole list. Its first page's total says how many there are; when a recent call
+ * saw the list, all the pages it had are asked for at once, then any the total says are missing,
+ * and any beyond the total are dropped. A list not seen before costs what it always did.
+ */
+async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: ExecuteOptions): Promise<Page[]> {
+  const key = listKey(plan);
+  const known = options.pageCounts?.get(key) ?? 1;
+  let pages: Page[] | null = null;
+  if (known > 1) {
+    try {
+      pages = await fetchAll(listPages(plan, 0, known), upstream, options);
+    } catch (err) {
+      // A page past a list that shrank may be refused: go the way a list not seen before goes.
+      if (options.signal?.aborted) throw err;
     }
   }
+  pages ??= [await upstream.fetch(plan.first, options.signal)];
+  const needed = pageCount(plan, totalItems(pages[0] as Page));
+  options.pageCounts?.set(key, needed);
+  if (needed <= pages.length) return pages.slice(0, needed);
+  return [...pages, ...(await fetchAll(listPages(plan, pages.length, needed), upstream, options))];
 }
 
 /**

@@ -1,4 +1,13 @@
 import { UpstreamError } from '../errors.js';
+import {
+  attributesOf,
+  childElementsOf,
+  rootSpan,
+  treeOf,
+  unescapeAttribute,
+  type CompactDocument,
+  type Page,
+} from '../xml/compact.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
 import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
 
@@ -6,45 +15,110 @@ import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
  * Responses in, result out: several `searchResultSet` pages become one, under the first page's root,
  * with `startResult`/`resultLength` rewritten to describe what is returned. Everything else (other
  * attributes and their order, totals, searchQuery, subtopics, the items themselves) is kept as the
- * upstream wrote it.
+ * upstream wrote it. Pages that came through as compact text are cut and joined as text; if any had
+ * to be parsed, all are handled as trees. Both give the same bytes (test/compact.test.ts).
  */
 
 const ITEMS_CONTAINER = 'mainResults';
 
-export function itemsOf(page: XmlElement): XmlElement[] {
-  const container = childElements(page).find((child) => child.local === ITEMS_CONTAINER);
-  if (!container) {
-    throw new UpstreamError({ code: 'no_items', container: ITEMS_CONTAINER });
-  }
-  return childElements(container);
+/** One page as the assemblers read it, whatever its form; `I` is an item. */
+interface PageView<I> {
+  /** A root attribute, decoded. */
+  attribute(name: string): string | undefined;
+  /** The items, in order; no container is an upstream failure. */
+  items(): readonly I[];
+  /** This page's root with `items` in its container and its counters describing them. */
+  withItems(items: readonly I[], offset: number): Page;
+}
+
+function treeView(root: XmlElement): PageView<XmlElement> {
+  const container = (): XmlElement | undefined => childElements(root).find((child) => child.local === ITEMS_CONTAINER);
+  return {
+    attribute: (name) => attribute(root, name),
+    items() {
+      const found = container();
+      if (!found) throw new UpstreamError({ code: 'no_items', container: ITEMS_CONTAINER });
+      return childElements(found);
+    },
+    withItems: (items, offset) => {
+      const counters = countersFor(items.length, offset);
+      return {
+        ...root,
+        attributes: root.attributes.map((attr) => (Object.hasOwn(counters, attr.name) ? { name: attr.name, value: counters[attr.name] as string } : attr)),
+        children: root.children.map((child) => (child.type === 'element' && child.local === ITEMS_CONTAINER ? { ...child, children: [...items] } : child)),
+      };
+    },
+  };
+}
+
+/** `null` when the page has more than one container: the tree form decides what that means. */
+function compactView(page: CompactDocument): PageView<string> | null {
+  const { text } = page;
+  const root = rootSpan(page);
+  const containers = childElementsOf(text, root).filter((child) => child.name === ITEMS_CONTAINER);
+  if (containers.length > 1) return null;
+  const container = containers[0];
+  const attributes = attributesOf(text, root);
+  return {
+    attribute(name) {
+      const found = attributes.find(([key]) => key === name);
+      return found === undefined ? undefined : unescapeAttribute(found[1]);
+    },
+    items() {
+      if (!container) throw new UpstreamError({ code: 'no_items', container: ITEMS_CONTAINER });
+      return childElementsOf(text, container).map((item) => text.slice(item.start, item.end));
+    },
+    withItems(items, offset) {
+      const item = container as NonNullable<typeof container>;
+      const counters = countersFor(items.length, offset);
+      const rootTag = `<${root.name}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
+      // Its start tag without `>` or ` />`, which depend on whether items follow.
+      const open = text.slice(item.start, item.startTagEnd - (item.empty ? 3 : 1));
+      const content = items.length === 0 ? `${open} />` : `${open}>${items.join('')}</${ITEMS_CONTAINER}>`;
+      return { type: 'compact', rootName: page.rootName, text: rootTag + text.slice(root.startTagEnd, item.start) + content + text.slice(item.end) };
+    },
+  };
+}
+
+function countersFor(count: number, offset: number): Readonly<Record<string, string>> {
+  return { startResult: String(offset), resultLength: String(count) };
+}
+
+/** Compact views of every page, or tree views when any page is not compact (or not simple). */
+function viewsOf(pages: readonly Page[]): PageView<unknown>[] {
+  const compact = pages.every((page) => page.type === 'compact') ? pages.map((page) => compactView(page as CompactDocument)) : [];
+  if (compact.length === pages.length && compact.every((view) => view !== null)) return compact as PageView<string>[];
+  return pages.map((page) => treeView(treeOf(page)));
 }
 
 /** `totalDesigns` of a page: how many items all pages hold together. */
-export function totalItems(page: XmlElement): number {
-  const total = Number(attribute(page, 'totalDesigns'));
-  if (!Number.isSafeInteger(total) || total < 0) {
-    throw new UpstreamError({ code: 'bad_total' });
-  }
+export function totalItems(page: Page): number {
+  return totalOf((viewsOf([page])[0] as PageView<unknown>));
+}
+
+function totalOf(view: PageView<unknown>): number {
+  const total = Number(view.attribute('totalDesigns'));
+  if (!Number.isSafeInteger(total) || total < 0) throw new UpstreamError({ code: 'bad_total' });
   return total;
 }
 
-export function assembleWindow(pages: readonly XmlElement[], window: ItemWindow, run: PageRun): XmlElement {
-  const items = consistentItems(pages, run.firstPage, run.pageSize);
+export function assembleWindow(pages: readonly Page[], window: ItemWindow, run: PageRun): Page {
+  const views = viewsOf(pages);
+  const items = consistentItems(views, run.firstPage, run.pageSize);
   const from = sliceStart(window, run);
-  return withItems(firstOf(pages), items.slice(from, from + window.count), window.offset);
+  return firstOf(views).withItems(items.slice(from, from + window.count), window.offset);
 }
 
 /**
  * Every page of a list, in order from page 0: all its items or a failure, never fewer. The count is
  * checked against the last page's total, since a live catalog may change while the pages come in.
  */
-export function assembleAll(pages: readonly XmlElement[], pageSize: number): XmlElement {
-  const items = consistentItems(pages, 0, pageSize);
-  const total = totalItems(pages[pages.length - 1] ?? firstOf(pages));
-  if (items.length !== total) {
-    throw new UpstreamError({ code: 'count_mismatch', items: items.length, total });
-  }
-  return withItems(firstOf(pages), items, 0);
+export function assembleAll(pages: readonly Page[], pageSize: number): Page {
+  const views = viewsOf(pages);
+  const items = consistentItems(views, 0, pageSize);
+  const total = totalOf(views[views.length - 1] ?? firstOf(views));
+  if (items.length !== total) throw new UpstreamError({ code: 'count_mismatch', items: items.length, total });
+  return firstOf(views).withItems(items, 0);
 }
 
 /**
@@ -52,13 +126,13 @@ export function assembleAll(pages: readonly XmlElement[], pageSize: number): Xml
  * `k × pageSize` (its `startResult`, where given), and every page but the last is full. An upstream
  * that pages differently would otherwise shift or silently truncate the result.
  */
-function consistentItems(pages: readonly XmlElement[], firstPage: number, pageSize: number): XmlElement[] {
-  return pages.flatMap((page, index) => {
+function consistentItems<I>(views: readonly PageView<I>[], firstPage: number, pageSize: number): I[] {
+  return views.flatMap((view, index) => {
     const offset = (firstPage + index) * pageSize;
-    const items = itemsOf(page);
-    const start = attribute(page, 'startResult');
-    const last = index === pages.length - 1;
-    const fits = last ? items.length <= pageSize : items.length === pageSize || offset + items.length >= totalItems(page);
+    const items = view.items();
+    const start = view.attribute('startResult');
+    const last = index === views.length - 1;
+    const fits = last ? items.length <= pageSize : items.length === pageSize || offset + items.length >= totalOf(view);
     if ((start !== undefined && Number(start) !== offset) || !fits) {
       throw new UpstreamError({ code: 'misaligned_page', offset, startResult: start, items: items.length, pageSize });
     }
@@ -66,19 +140,8 @@ function consistentItems(pages: readonly XmlElement[], firstPage: number, pageSi
   });
 }
 
-function firstOf(pages: readonly XmlElement[]): XmlElement {
-  const first = pages[0];
-  if (!first) throw new RangeError('assembling a result needs at least one page');
+function firstOf<V>(views: readonly V[]): V {
+  const first = views[0];
+  if (first === undefined) throw new RangeError('assembling a result needs at least one page');
   return first;
-}
-
-function withItems(root: XmlElement, items: XmlElement[], offset: number): XmlElement {
-  const counters: Readonly<Record<string, string>> = { startResult: String(offset), resultLength: String(items.length) };
-  return {
-    ...root,
-    attributes: root.attributes.map((attr) => (attr.name in counters ? { name: attr.name, value: counters[attr.name] as string } : attr)),
-    children: root.children.map((child) =>
-      child.type === 'element' && child.local === ITEMS_CONTAINER ? { ...child, children: items } : child,
-    ),
-  };
 }

@@ -26,7 +26,7 @@ export interface AllPagesPlan {
   readonly profile: PagingProfile;
   readonly pageSize: number;
   readonly maxPages: number;
-  /** Page 0: its total says how many pages follow (`remainingPages`). */
+  /** Page 0: its total says how many pages follow (`pageCount`). */
   readonly first: UpstreamRequest;
 }
 
@@ -140,15 +140,25 @@ function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingPr
 }
 
 /**
- * The pages after the first of a whole list whose first page reports `total` items; past the page
- * cap a fault, never a truncated result.
+ * How many pages a whole list whose pages report `total` items takes; past the page cap a fault,
+ * never a truncated result.
  */
-export function remainingPages(plan: AllPagesPlan, total: number): UpstreamRequest[] {
-  const pageCount = Math.max(1, Math.ceil(total / plan.pageSize));
-  if (pageCount > plan.maxPages) {
-    throw new TranslationError({ code: 'store_page_cap', total, pageCount, pageSize: plan.pageSize, maxPages: plan.maxPages });
+export function pageCount(plan: AllPagesPlan, total: number): number {
+  const count = Math.max(1, Math.ceil(total / plan.pageSize));
+  if (count > plan.maxPages) {
+    throw new TranslationError({ code: 'store_page_cap', total, pageCount: count, pageSize: plan.pageSize, maxPages: plan.maxPages });
   }
-  return Array.from({ length: pageCount - 1 }, (_, i) => pageRequest(plan.base, plan.profile, i + 1, plan.pageSize));
+  return count;
+}
+
+/** Pages `from` (inclusive) to `to` (exclusive) of a whole list, 0-based. */
+export function listPages(plan: AllPagesPlan, from: number, to: number): UpstreamRequest[] {
+  return Array.from({ length: Math.max(0, to - from) }, (_, i) => pageRequest(plan.base, plan.profile, from + i, plan.pageSize));
+}
+
+/** What identifies a list between calls: the same request but for its page number. */
+export function listKey(plan: AllPagesPlan): string {
+  return `${plan.base.path}?${plan.base.params.map(([name, value]) => `${name}=${value}`).join('&')}&${plan.pageSize}`;
 }
 
 /** The request for 0-based page `index` of size `size`, numbered the way the endpoint counts. */

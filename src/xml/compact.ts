@@ -185,3 +185,70 @@ export function indentedDocument(page: CompactDocument): string {
   }
   return out.join('');
 }
+
+// --- Reading a compact document in place --------------------------------------------------------
+
+/** Where an element of a compact document is: `text.slice(start, end)` is the whole element. */
+export interface ElementSpan {
+  readonly name: string;
+  readonly start: number;
+  /** Just after its start tag's `>` (for `<x />`, equal to `end`). */
+  readonly startTagEnd: number;
+  readonly end: number;
+  /** Written `<x />`. */
+  readonly empty: boolean;
+}
+
+function spanAt(text: string, start: number): { name: string; startTagEnd: number; empty: boolean } {
+  const close = text.indexOf('>', start);
+  let nameEnd = start + 1;
+  while (nameEnd < close && text.charCodeAt(nameEnd) !== 32) nameEnd++;
+  return { name: text.slice(start + 1, nameEnd), startTagEnd: close + 1, empty: text.charCodeAt(close - 1) === 47 /* / */ };
+}
+
+export function rootSpan(page: CompactDocument): ElementSpan {
+  const { name, startTagEnd, empty } = spanAt(page.text, 0);
+  return { name, start: 0, startTagEnd, end: page.text.length, empty };
+}
+
+/** The child elements of `parent`, in order. The document is well nested (`compactDocument` checked it). */
+export function childElementsOf(text: string, parent: ElementSpan): ElementSpan[] {
+  const children: ElementSpan[] = [];
+  if (parent.empty) return children;
+  let depth = 0;
+  let current: { name: string; start: number; startTagEnd: number; empty: boolean } | null = null;
+  let pos = text.indexOf('<', parent.startTagEnd);
+  while (pos >= 0 && pos < parent.end) {
+    const close = text.indexOf('>', pos) + 1;
+    if (text.charCodeAt(pos + 1) === 47 /* / */) {
+      if (depth === 0) break;
+      depth--;
+      if (depth === 0 && current) children.push({ ...current, end: close });
+    } else {
+      const tag = spanAt(text, pos);
+      if (depth === 0) {
+        if (tag.empty) children.push({ ...tag, start: pos, end: close });
+        else current = { ...tag, start: pos };
+      }
+      if (!tag.empty) depth++;
+    }
+    pos = text.indexOf('<', close);
+  }
+  return children;
+}
+
+const ATTRIBUTE = / ([^=]+)="([^"]*)"/g;
+
+/** The attributes of the element's start tag, names and values as written (escaped). */
+export function attributesOf(text: string, element: ElementSpan): [name: string, value: string][] {
+  const tag = text.slice(element.start, element.startTagEnd);
+  return Array.from(tag.matchAll(ATTRIBUTE), (match) => [match[1] as string, match[2] as string]);
+}
+
+const ESCAPED = /&(amp|lt|gt|quot);/g;
+const UNESCAPED: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"' };
+
+/** An attribute value as written in the canonical subset, decoded. */
+export function unescapeAttribute(value: string): string {
+  return value.replace(ESCAPED, (_match, name: string) => UNESCAPED[name] as string);
+}
