@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { destination, pino, type Logger } from 'pino';
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
 import { buildApp } from './server/app.js';
@@ -43,6 +43,14 @@ export async function start(config: Config, logger: Logger): Promise<Running> {
   };
 }
 
+/**
+ * JSON lines on stdout, written in the background so that no call waits for its hit to reach the
+ * terminal or the log shipper: lines that pile up while a write is under way go out together.
+ */
+export function createLogger(level: Config['log']['level']): Logger {
+  return pino({ level }, destination({ dest: 1, sync: false }));
+}
+
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
 export async function main(): Promise<void> {
   let config: Config;
@@ -53,7 +61,9 @@ export async function main(): Promise<void> {
     process.stderr.write(`${err.message}\n`);
     process.exit(1);
   }
-  const logger = pino({ level: config.log.level });
+  const logger = createLogger(config.log.level);
+  /** Exits once the log lines written so far are out: the destination writes in the background. */
+  const exit = (code: number): void => logger.flush(() => process.exit(code));
 
   // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;
@@ -63,16 +73,16 @@ export async function main(): Promise<void> {
     logger.info({ event: 'stopping', signal }, `${signal}: finishing requests in flight, then stopping`);
     const deadline = setTimeout(() => {
       logger.warn({ event: 'stop_timeout' }, 'Requests still in flight after the grace period; stopping anyway');
-      process.exit(1);
+      exit(1);
     }, config.server.shutdownGraceMs);
     deadline.unref();
     startup
       .then((running) => running.stop())
       .then(
-        () => process.exit(0),
+        () => exit(0),
         (err: unknown) => {
           logger.error({ err }, 'error while stopping');
-          process.exit(1);
+          exit(1);
         },
       );
   };

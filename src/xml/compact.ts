@@ -111,17 +111,25 @@ function sameChars(text: string, a: number, b: number, length: number): boolean 
   return true;
 }
 
-/** Attributes ` name="value"` from `from` to the tag's end `close`: no name twice. */
+/**
+ * Attributes ` name="value"` from `from` to the tag's end `close`: no name twice. Names are filed by
+ * first character and length, so only names that may be equal are compared.
+ */
 function distinctAttributes(text: string, from: number, close: number, seen: { start: Int32Array; length: Int32Array }): boolean {
   let count = 0;
+  let filed = 0;
   let at = from;
   while (text.charCodeAt(at) === 32 && text.charCodeAt(at + 1) !== 47 /* / */) {
     const eq = text.indexOf('=', at);
     const start = at + 1;
     const length = eq - start;
-    for (let k = 0; k < count; k++) {
-      if (seen.length[k] === length && sameChars(text, seen.start[k] as number, start, length)) return false;
+    const bit = 1 << ((text.charCodeAt(start) + length * 7) & 31);
+    if ((filed & bit) !== 0) {
+      for (let k = 0; k < count; k++) {
+        if (seen.length[k] === length && sameChars(text, seen.start[k] as number, start, length)) return false;
+      }
     }
+    filed |= bit;
     // No upstream element has that many attributes: such a tag goes the slow way.
     if (count === seen.start.length) return false;
     seen.start[count] = start;
