@@ -108,7 +108,8 @@ function scenarios(storeId: string, storePageSize: number): Scenario[] {
     { name: 'proxy: SOAP 1.1 Search', server: 'proxy', request: soap11('Search', SEARCH) },
     { name: 'proxy: SOAP 1.2 Search', server: 'proxy', request: soap12('Search', SEARCH) },
     { name: 'proxy: HTTP GET Search', server: 'proxy', request: { path: '/index.asmx/Search?query=' } },
-    { name: 'proxy: AdvancedSearch over 2 pages', server: 'proxy', request: soap11('AdvancedSearch', '<startResults>90</startResults><maxResults>150</maxResults>') },
+    // The same 60 items as Search returns, but from two upstream pages of 34 (items 34 to 101).
+    { name: 'proxy: AdvancedSearch, 60 items over 2 pages', server: 'proxy', request: soap11('AdvancedSearch', '<startResults>41</startResults><maxResults>60</maxResults>') },
     {
       name: `proxy: StoreLookupPaged, 1 page at ${STORE_DELAY_MS} ms`,
       server: 'proxy',
@@ -232,7 +233,7 @@ async function main(): Promise<void> {
     { target: 'Search over SOAP 1.1 ≥ 0.8 × (a) req/s', value: proxySoap11.requestsPerSecond / passthrough.requestsPerSecond, limit: 0.8, atLeast: true },
     { target: 'Search over SOAP 1.1 ≥ 1.0 × (b) req/s', value: proxySoap11.requestsPerSecond / facade.requestsPerSecond, limit: 1.0, atLeast: true },
     { target: `added p99 over (a) at ${halfRate} req/s ≤ 1 ms`, value: p99ProxyAtHalf - p99PassthroughAtHalf, limit: 1, atLeast: false },
-    { target: 'AdvancedSearch over 2 pages ≥ 0.5 × (a) req/s', value: byName('proxy: AdvancedSearch').requestsPerSecond / passthrough.requestsPerSecond, limit: 0.5, atLeast: true },
+    { target: 'AdvancedSearch, 60 items over 2 pages ≥ 0.5 × (a) req/s', value: byName('proxy: AdvancedSearch').requestsPerSecond / passthrough.requestsPerSecond, limit: 0.5, atLeast: true },
     { target: `StoreLookup over ${STORE_PAGES} pages ≤ 1.5 × one page (p50)`, value: tenPages.p50Ms / Math.max(onePage.p50Ms, 1), limit: 1.5, atLeast: false },
     { target: 'proxy memory flat: live heap growth from the second round to the last ≤ 10 %', value: Math.max(...summaries.filter((s) => s.name.startsWith('proxy')).map((s) => s.heapGrowth)), limit: 0.1, atLeast: false },
   ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));

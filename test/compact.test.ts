@@ -27,9 +27,11 @@ const mostly = <T>(usual: fc.Arbitrary<T>, rare: fc.Arbitrary<T>): fc.Arbitrary<
 /** Characters and references, the ones at the edges of the canonical subset now and then. */
 const piece = mostly(
   pick('a', 'Z', '0', ' ', 'é', '€', '😀', '&amp;', '&lt;', '&gt;', '"', "'"),
-  pick('&quot;', '&apos;', '&#65;', '&#x9;', '>', '\t', '\n', '\r', '\u0001', '&', '<', ']]>', '\uFFFE'),
+  pick('&quot;', '&apos;', '&#65;', '&#x9;', '>', '\t', '\n', '\r', '\u0001', '&', '<', ']]>', '\uFFFE', '\uD800', '\uDC00', '\uD800&lt;'),
 );
 const chars = (max: number): fc.Arbitrary<string> => fc.array(piece, { maxLength: max }).map((parts) => parts.join(''));
+/** The root the fast path expects, or one whose name only starts like it. */
+const rootName = mostly(pick(ROOT), pick(`${ROOT}X`, `${ROOT}.v2`, `${ROOT}-1`, 'searchResult'));
 const space = mostly(pick('', '\n  ', '\r\n    '), pick(' ', '\t', '\u00A0'));
 const name = mostly(pick(ROOT, 'a', 'b', 'item', 'x.y', '_z', 'Item-1'), pick('p:q', 'é'));
 const attributeName = mostly(pick('id', 'name', 'a', 'b', 'x.y'), pick('xmlns', 'xmlns:p', 'p:q'));
@@ -52,7 +54,7 @@ const { element } = fc.letrec<{ element: string; node: string }>((tie) => ({
     { maxDepth: 4, depthIdentifier: 'tree' },
     { weight: 3, arbitrary: space },
     { weight: 4, arbitrary: tie('element') },
-    { weight: 2, arbitrary: chars(5) },
+    { weight: 2, arbitrary: chars(12) },
     { weight: 1, arbitrary: mostly(chars(3), pick('<!-- c -->', '<![CDATA[x<y]]>', '<?pi x?>')) },
   ),
 }));
@@ -62,14 +64,15 @@ const documentText = fc
   .tuple(
     space,
     mostly(pick(''), pick('<?xml version="1.0"?>', '<!DOCTYPE searchResultSet>', '\uFEFF')),
+    rootName,
     fc.array(attribute, { maxLength: 3 }),
     fc.array(element.chain((e) => fc.tuple(space, fc.constant(e)).map(([s, x]) => s + x)), { maxLength: 4 }),
     space,
     mostly(pick(''), pick('trailing', '<b />', '<!-- after -->')),
     mostly(fc.constant(null), fc.nat()),
   )
-  .map(([lead, prolog, attributes, children, inner, trailing, cut]) => {
-    const text = `${lead}${prolog}<${ROOT}${attributes.join('')}>${children.join('')}${inner}</${ROOT}>${lead}${trailing}`;
+  .map(([lead, prolog, root, attributes, children, inner, trailing, cut]) => {
+    const text = `${lead}${prolog}<${root}${attributes.join('')}>${children.join('')}${inner}</${root}>${lead}${trailing}`;
     return cut === null ? text : text.slice(0, cut % (text.length + 1));
   });
 
@@ -110,8 +113,28 @@ describe('the fast path for upstream pages', () => {
     ['a namespace', `<${ROOT} xmlns="urn:x" />`],
     ['text outside the root', `x<${ROOT} />`],
     ['nesting past 128 levels', `<${ROOT}>${'<a>'.repeat(130)}x${'</a>'.repeat(130)}</${ROOT}>`],
+    ['an empty element at level 129', `<${ROOT}>${'<a>'.repeat(127)}<b />${'</a>'.repeat(127)}</${ROOT}>`],
+    ['a root whose name only starts like the one expected', `<${ROOT}X>a</${ROOT}X>`],
+    ['a root named with a dot after the expected name', `<${ROOT}.v2 />`],
+    ['a lone surrogate in text', `<${ROOT}>\uDC00</${ROOT}>`],
+    ['a lone surrogate in an attribute', `<${ROOT} a="\uD800" />`],
   ])('leaves %s to the slow path', (_case, text) => {
     expect(compactDocument(text, ROOT)).toBeNull();
+  });
+
+  it('decides in linear time, however the text before a non-canonical character can be split', () => {
+    // Exponential backtracking made this take minutes: every way of cutting the titles was tried.
+    const titles = '<t>Mugs and cups for dads and their dogs</t>'.repeat(40);
+    const started = performance.now();
+    for (const odd of ['A > B', 'Caf&#233;', '&apos;', '&quot;', 'a\rb']) {
+      expect(compactDocument(`<${ROOT}>${titles}<t>${odd}</t></${ROOT}>`, ROOT)).toBeNull();
+    }
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it('takes a page of 12 MB without running out of stack', () => {
+    const page = `<${ROOT}><mainResults>${'<i a="1">x &amp; y</i>'.repeat(600_000)}</mainResults></${ROOT}>`;
+    expect(compactDocument(page, ROOT)?.text.length).toBe(page.length);
   });
 
   it('takes the pages the upstream writes', async () => {

@@ -28,19 +28,31 @@ export type Page = XmlElement | CompactDocument;
 const MAX_DEPTH = 128;
 
 const NAME = '[A-Za-z_][A-Za-z0-9_.-]*';
-/** Attribute values: anything but markup, quotes, controls (tab and line breaks too: the parser would normalise them) and U+FFFE/U+FFFF. */
-const VALUE = '[^"<>&\\x00-\\x1F\\uFFFE\\uFFFF]*(?:&(?:amp|lt|gt|quot);[^"<>&\\x00-\\x1F\\uFFFE\\uFFFF]*)*';
-/** Text: anything but markup, `>` (the writer escapes it), CR (the parser normalises it) and controls. */
-const TEXT = '[^<>&\\x00-\\x08\\x0B\\x0C\\x0D\\x0E-\\x1F\\uFFFE\\uFFFF]+|&(?:amp|lt|gt);';
-/** The lexical canonical form of a compacted document: start tags, end tags, text. */
-const LEXICAL = new RegExp(`^(?:<${NAME}(?: ${NAME}="${VALUE}")*(?: />|>)|</${NAME}>|${TEXT})*$`);
+/** Attribute names as element names, but never a namespace declaration. */
+const ATTRIBUTE_NAME = `(?!xmlns)${NAME}`;
+/** Characters of a surrogate pair: one character outside the BMP, as the parser reads it. */
+const PAIR = '[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]';
+/**
+ * Not in attribute values: markup, quotes, controls (tab and line breaks too: the parser would
+ * normalise them), lone surrogates, U+FFFE/U+FFFF.
+ */
+const NOT_IN_VALUE = '"<>&\\x00-\\x1F\\uD800-\\uDFFF\\uFFFE\\uFFFF';
+/** Not in text: markup, `>` (the writer escapes it), CR (the parser normalises it), controls, lone surrogates. */
+const NOT_IN_TEXT = '<>&\\x00-\\x08\\x0B-\\x1F\\uD800-\\uDFFF\\uFFFE\\uFFFF';
+/**
+ * Written "usual* (special usual*)*", where no usual character can start a special one: there is
+ * one way only to match, so a value that does not match fails in linear time, and the patterns are
+ * applied to one tag or one run of text at a time, never to the whole document.
+ */
+const VALUE = `[^${NOT_IN_VALUE}]*(?:(?:&(?:amp|lt|gt|quot);|${PAIR})[^${NOT_IN_VALUE}]*)*`;
+const START_TAG = new RegExp(`<${NAME}(?: ${ATTRIBUTE_NAME}="${VALUE}")*(?: />|>)`, 'y');
+const TEXT_RUN = new RegExp(`[^${NOT_IN_TEXT}]*(?:(?:&(?:amp|lt|gt);|${PAIR})[^${NOT_IN_TEXT}]*)*`, 'y');
 const BETWEEN_TAGS = />[ \t\r\n]+</g;
 
 /** `text` as a compact document with root `expectedRoot`, or `null` when it must take the slow path. */
 export function compactDocument(text: string, expectedRoot: string): CompactDocument | null {
   const compact = trimXmlSpace(text).replace(BETWEEN_TAGS, '><');
-  if (!compact.startsWith(`<${expectedRoot}`) || !LEXICAL.test(compact) || compact.includes(' xmlns')) return null;
-  return wellNested(compact) ? { type: 'compact', text: compact, rootName: expectedRoot } : null;
+  return canonical(compact, expectedRoot) ? { type: 'compact', text: compact, rootName: expectedRoot } : null;
 }
 
 const isXmlSpace = (code: number): boolean => code === 32 || code === 9 || code === 10 || code === 13;
@@ -55,11 +67,12 @@ function trimXmlSpace(text: string): string {
 }
 
 /**
- * One root, every end tag closing the element open, no attribute twice in a tag, no element that
- * the writer would write as `<x />` written `<x></x>`. The text is lexically canonical already, so
- * every `<` starts a tag and the next `>` ends it. Names are compared in place, not cut out.
+ * Whether the compacted `text` is in the canonical subset, with root `expectedRoot`: every tag and
+ * every run of text canonical, one root, every end tag closing the element open, no attribute twice
+ * in a tag, at most 128 levels, and no element that the writer would write as `<x />` written
+ * `<x></x>`. Names are compared in place, not cut out.
  */
-function wellNested(text: string): boolean {
+function canonical(text: string, expectedRoot: string): boolean {
   const openStart = new Int32Array(MAX_DEPTH);
   const openLength = new Int32Array(MAX_DEPTH);
   const attributes = { start: new Int32Array(64), length: new Int32Array(64) };
@@ -70,15 +83,17 @@ function wellNested(text: string): boolean {
   let justOpened = false;
   while (pos < text.length) {
     if (text.charCodeAt(pos) !== 60 /* < */) {
-      // Text: only inside the root.
-      if (depth === 0) return false;
+      // Text: only inside the root, and canonical up to the next tag.
+      const next = text.indexOf('<', pos);
+      TEXT_RUN.lastIndex = pos;
+      if (depth === 0 || next < 0 || !TEXT_RUN.test(text) || TEXT_RUN.lastIndex !== next) return false;
       justOpened = false;
-      pos = text.indexOf('<', pos);
-      if (pos < 0) return false;
+      pos = next;
       continue;
     }
     if (rootClosed) return false;
     const close = text.indexOf('>', pos);
+    if (close < 0) return false;
     if (text.charCodeAt(pos + 1) === 47 /* / */) {
       // `<x></x>`: the writer writes an element without content as `<x />`.
       if (justOpened || depth === 0) return false;
@@ -88,12 +103,15 @@ function wellNested(text: string): boolean {
       if (depth === 0) rootClosed = true;
       justOpened = false;
     } else {
+      START_TAG.lastIndex = pos;
+      // The parser counts an element written `<x />` towards the depth too.
+      if (depth >= MAX_DEPTH || !START_TAG.test(text) || START_TAG.lastIndex !== close + 1) return false;
       let end = pos + 1;
       while (end < close && text.charCodeAt(end) !== 32) end++;
+      if (pos === 0 && (end - 1 !== expectedRoot.length || !text.startsWith(expectedRoot, 1))) return false;
       if (!distinctAttributes(text, end, close, attributes)) return false;
       justOpened = text.charCodeAt(close - 1) !== 47; /* / */
       if (justOpened) {
-        if (depth >= MAX_DEPTH) return false;
         openStart[depth] = pos + 1;
         openLength[depth] = end - pos - 1;
         depth++;
