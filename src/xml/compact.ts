@@ -45,8 +45,12 @@ const NOT_IN_TEXT = '<>&\\x00-\\x08\\x0B-\\x1F\\uD800-\\uDFFF\\uFFFE\\uFFFF';
  * applied to one tag or one run of text at a time, never to the whole document.
  */
 const VALUE = `[^${NOT_IN_VALUE}]*(?:(?:&(?:amp|lt|gt|quot);|${PAIR})[^${NOT_IN_VALUE}]*)*`;
-const START_TAG = new RegExp(`<${NAME}(?: ${ATTRIBUTE_NAME}="${VALUE}")*(?: />|>)`, 'y');
-const TEXT_RUN = new RegExp(`[^${NOT_IN_TEXT}]*(?:(?:&(?:amp|lt|gt);|${PAIR})[^${NOT_IN_TEXT}]*)*`, 'y');
+const START_TAG = `<${NAME}(?: ${ATTRIBUTE_NAME}="${VALUE}")*(?: />|>)`;
+const END_TAG = `</${NAME}>`;
+/** A run of text up to the next tag: at least one character, so that the scan always moves on. */
+const TEXT_RUN = `(?:[^${NOT_IN_TEXT}]|&(?:amp|lt|gt);|${PAIR})[^${NOT_IN_TEXT}]*(?:(?:&(?:amp|lt|gt);|${PAIR})[^${NOT_IN_TEXT}]*)*`;
+/** One token of the canonical subset, from where the scan stands. */
+const TOKEN = new RegExp(`${START_TAG}|${END_TAG}|${TEXT_RUN}`, 'y');
 const BETWEEN_TAGS = />[ \t\r\n]+</g;
 
 /** `text` as a compact document with root `expectedRoot`, or `null` when it must take the slow path. */
@@ -82,44 +86,40 @@ function canonical(text: string, expectedRoot: string): boolean {
   /** The last tag was a start tag with nothing after it yet. */
   let justOpened = false;
   while (pos < text.length) {
+    TOKEN.lastIndex = pos;
+    if (!TOKEN.test(text)) return false;
+    const end = TOKEN.lastIndex;
     if (text.charCodeAt(pos) !== 60 /* < */) {
-      // Text: only inside the root, and canonical up to the next tag.
-      const next = text.indexOf('<', pos);
-      TEXT_RUN.lastIndex = pos;
-      if (depth === 0 || next < 0 || !TEXT_RUN.test(text) || TEXT_RUN.lastIndex !== next) return false;
+      // Text: only inside the root. A text run stops only at `<` or a character outside the subset.
+      if (depth === 0 || (end < text.length && text.charCodeAt(end) !== 60)) return false;
       justOpened = false;
-      pos = next;
-      continue;
-    }
-    if (rootClosed) return false;
-    const close = text.indexOf('>', pos);
-    if (close < 0) return false;
-    if (text.charCodeAt(pos + 1) === 47 /* / */) {
+    } else if (rootClosed) {
+      return false;
+    } else if (text.charCodeAt(pos + 1) === 47 /* / */) {
       // `<x></x>`: the writer writes an element without content as `<x />`.
       if (justOpened || depth === 0) return false;
       depth--;
       const length = openLength[depth] as number;
-      if (close - pos - 2 !== length || !sameChars(text, openStart[depth] as number, pos + 2, length)) return false;
+      if (end - pos - 3 !== length || !sameChars(text, openStart[depth] as number, pos + 2, length)) return false;
       if (depth === 0) rootClosed = true;
-      justOpened = false;
     } else {
-      START_TAG.lastIndex = pos;
       // The parser counts an element written `<x />` towards the depth too.
-      if (depth >= MAX_DEPTH || !START_TAG.test(text) || START_TAG.lastIndex !== close + 1) return false;
-      let end = pos + 1;
-      while (end < close && text.charCodeAt(end) !== 32) end++;
-      if (pos === 0 && (end - 1 !== expectedRoot.length || !text.startsWith(expectedRoot, 1))) return false;
-      if (!distinctAttributes(text, end, close, attributes)) return false;
+      if (depth >= MAX_DEPTH) return false;
+      const close = end - 1;
+      let nameEnd = pos + 1;
+      while (nameEnd < close && text.charCodeAt(nameEnd) !== 32) nameEnd++;
+      if (pos === 0 && (nameEnd - 1 !== expectedRoot.length || !text.startsWith(expectedRoot, 1))) return false;
+      if (nameEnd < close && !distinctAttributes(text, nameEnd, close, attributes)) return false;
       justOpened = text.charCodeAt(close - 1) !== 47; /* / */
       if (justOpened) {
         openStart[depth] = pos + 1;
-        openLength[depth] = end - pos - 1;
+        openLength[depth] = nameEnd - pos - 1;
         depth++;
       } else if (depth === 0) {
         rootClosed = true;
       }
     }
-    pos = close + 1;
+    pos = end;
   }
   return rootClosed;
 }
