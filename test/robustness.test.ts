@@ -9,6 +9,7 @@ import { errorPage } from '../src/inbound/answer.js';
 import type { Binding } from '../src/inbound/binding.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
+import { innerText } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
 import { SEARCH_PAGES, STORE_PAGES, pageDocument, pagedUpstream } from './support/pages.js';
 import { rawRequest } from './support/raw-http.js';
@@ -205,6 +206,35 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
 });
 
 describe('hostile input', () => {
+  const envelope = (version: '1.1' | '1.2', op: string): string =>
+    `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}"><soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;
+
+  it.each(['%00', '%01', '%1F', '%EF%BF%BE', '%uFFFE', '%uD800', 'a%0Bb'])(
+    'a SOAPAction or action that decodes to %s, which XML forbids, gets a fault that parses, the character replaced',
+    async (escaped) => {
+      const proxy = await proxyTo((await upstream(never)).origin);
+      const soap11 = await rawRequest(proxy, {
+        method: 'POST',
+        path: '/index.asmx',
+        headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"http://tempuri.org/${escaped}"` },
+        body: envelope('1.1', 'Search'),
+      });
+      const soap12 = await rawRequest(proxy, {
+        method: 'POST',
+        path: '/index.asmx',
+        headers: { 'content-type': `application/soap+xml; charset=utf-8; action="http://tempuri.org/${escaped}"` },
+        body: envelope('1.2', 'Nope'),
+      });
+      for (const response of [soap11, soap12]) {
+        expect(response.status).toBe(500);
+        const fault = parseXml(response.text);
+        const text = innerText(fault);
+        expect(text).toContain('\uFFFD');
+        expect(text).not.toMatch(/[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]/);
+      }
+    },
+  );
+
   it('a bad Host with a malformed path escape gets a 400 and the process keeps serving', async () => {
     const good = await upstream((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/xml' });

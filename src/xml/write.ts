@@ -83,13 +83,29 @@ function writeChild(out: string[], node: XmlNode, options: WriteOptions, scope: 
   }
 }
 
+/**
+ * Characters XML 1.0 does not allow at all (controls but tab and line breaks, U+FFFE/U+FFFF, lone
+ * surrogates). Caller-supplied text can hold them (a SOAPAction of `%01` is echoed in its fault);
+ * written as they are they would make the answer unreadable, so they become U+FFFD.
+ */
+const FORBIDDEN = '[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\uFFFE\\uFFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]';
+const REPLACEMENT_CHARACTER = '\uFFFD';
+const TEXT_SPECIALS = new RegExp(`[&<>]|${FORBIDDEN}`, 'g');
+const ATTRIBUTE_SPECIALS = new RegExp(`[&<>"\\t\\n\\r]|${FORBIDDEN}`, 'g');
+
 export function escapeText(text: string): string {
-  return text.replace(/[&<>]/g, (ch) => TEXT_ESCAPES[ch] ?? ch);
+  return text.replace(TEXT_SPECIALS, (ch) => TEXT_ESCAPES[ch] ?? REPLACEMENT_CHARACTER);
 }
 
 export function escapeAttribute(text: string): string {
-  return text.replace(/[&<>"\t\n\r]/g, (ch) => ATTRIBUTE_ESCAPES[ch] ?? ch);
+  return text.replace(ATTRIBUTE_SPECIALS, (ch) => ATTRIBUTE_ESCAPES[ch] ?? REPLACEMENT_CHARACTER);
 }
+
+/** Text with the characters XML forbids replaced, for markup that is not XML (HTML pages). */
+export function withoutForbiddenCharacters(text: string): string {
+  return text.replace(FORBIDDEN_ONLY, REPLACEMENT_CHARACTER);
+}
+const FORBIDDEN_ONLY = new RegExp(FORBIDDEN, 'g');
 
 const TEXT_ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
 const ATTRIBUTE_ESCAPES: Readonly<Record<string, string>> = {

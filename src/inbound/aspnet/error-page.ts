@@ -1,3 +1,5 @@
+import { withoutForbiddenCharacters } from '../../xml/write.js';
+
 /**
  * Plain-text and HTML answers: the HTTP GET/POST error body (docs/wire.md §6.3) and the ASP.NET
  * runtime error page for requests no protocol accepts (§1).
@@ -5,7 +7,7 @@
 
 /** .NET HttpUtility.HtmlEncode: the five markup characters, and U+00A0–U+00FF as decimal references. */
 export function htmlEncode(text: string): string {
-  return text.replace(/[&<>"'\u00a0-\u00ff]/g, (ch) => HTML_ESCAPES[ch] ?? `&#${ch.charCodeAt(0)};`);
+  return withoutForbiddenCharacters(text).replace(/[&<>"'\u00a0-\u00ff]/g, (ch) => HTML_ESCAPES[ch] ?? `&#${ch.charCodeAt(0)};`);
 }
 
 const HTML_ESCAPES: Readonly<Record<string, string>> = {
