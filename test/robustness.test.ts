@@ -209,6 +209,24 @@ describe('hostile input', () => {
   const envelope = (version: '1.1' | '1.2', op: string): string =>
     `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}"><soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;
 
+  it('a Content-Type parameter with a long run of spaces inside is read in linear time', async () => {
+    const proxy = await proxyTo((await upstream(never)).origin);
+    // As many as fit in the headers Node reads (16 KiB).
+    const spaces = ' '.repeat(15_000);
+    const started = performance.now();
+    for (const parameter of Array.from({ length: 10 }, (_, i) => (i % 2 ? `action=x${spaces}x` : `charset=x${spaces}x`))) {
+      const response = await rawRequest(proxy, {
+        method: 'POST',
+        path: '/index.asmx',
+        headers: { 'content-type': `application/soap+xml; ${parameter}` },
+        body: envelope('1.2', 'Nope'),
+      });
+      expect(response.status).toBe(500);
+    }
+    // Quadratic, each took over 100 ms of CPU (and held up every other caller); linear, a few.
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
   it.each(['%00', '%01', '%1F', '%EF%BF%BE', '%uFFFE', '%uD800', 'a%0Bb'])(
     'a SOAPAction or action that decodes to %s, which XML forbids, gets a fault that parses, the character replaced',
     async (escaped) => {
