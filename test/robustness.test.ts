@@ -159,9 +159,41 @@ describe('load shedding', () => {
     expect(second.status).toBe(503);
     expect(await second.text()).toContain('Server Too Busy');
     expect(second.headers.get('deprecation')).toMatch(/^@\d+$/);
+    expect(second.headers.get('retry-after')).toBe('5');
     release();
     expect((await first).status).toBe(200);
     expect((await fetch(`${proxy}/index.asmx/Search?query=c`)).status).toBe(200);
+  });
+
+  it('records each shed call as a hit and in legacy_calls_total, and sums them up in one warning', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = await upstream((req, res) => {
+      void gate.then(() => {
+        res.writeHead(200, { 'content-type': 'text/xml' });
+        res.end(pageDocument(3, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
+      });
+    });
+    const lines: Record<string, unknown>[] = [];
+    const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: slow.origin, appKey: 'k' }, server: { maxConcurrentCalls: 1, retryAfterSeconds: 30 } });
+    const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
+    const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    const first = fetch(`${proxy}/index.asmx/Search?query=a`);
+    await pause(100);
+    for (let i = 0; i < 4; i++) {
+      const shed = await fetch(`${proxy}/index.asmx/ProductLookup?productNumber=7&apiKey=key-${i}`);
+      expect(shed.status).toBe(503);
+      expect(shed.headers.get('retry-after')).toBe('30');
+    }
+    const hits = lines.filter((line) => line.event === 'deprecated_call' && line.outcome === 'shed');
+    expect(hits).toHaveLength(4);
+    expect(hits[0]).toMatchObject({ operation: 'ProductLookup', binding: 'httpGet', status: 503, reason: null, upstreamRequests: 0, client: clientFingerprint('key-0') });
+    expect(await (await fetch(`${proxy}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed"\} 4$/m);
+    release();
+    await first;
+    expect(lines.filter((line) => line.level === 40)).toEqual([]);
+    await app.fastify.close();
+    expect(lines.filter((line) => line.event === 'calls_shed')).toMatchObject([{ shed: 4 }]);
   });
 });
 

@@ -49,6 +49,8 @@ export const ConfigSchema = Type.Object(
       shutdownGraceMs: integer(0, MAX_TIMEOUT_MS, 35_000),
       /** Legacy calls answered at once; more are shed with 503 "Server Too Busy". */
       maxConcurrentCalls: integer(1, 100_000, 64),
+      /** The `Retry-After` of a shed call. */
+      retryAfterSeconds: integer(1, 3600, 5),
     }),
     service: section({
       namespace: text('http://tempuri.org/'),

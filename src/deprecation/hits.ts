@@ -21,7 +21,8 @@ export interface DeprecationHit {
   readonly legacyVersion: string | null;
   /** The replacement endpoint; empty when no operation was named. */
   readonly replacement: UpstreamPath | '';
-  readonly outcome: 'ok' | 'fault';
+  /** `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight. */
+  readonly outcome: 'ok' | 'fault' | 'shed';
   readonly reason: FailureReason | null;
   readonly status: number;
   readonly durationMs: number;
@@ -53,10 +54,13 @@ function bounded(text: string | null): string | null {
 export interface HitRecorder {
   readonly registry: Registry;
   record(hit: DeprecationHit): void;
-  /** A call refused because too many were in flight. */
-  shed(): void;
   observeUpstream(outcome: UpstreamOutcome): void;
+  /** Writes what is still pending (the last interval's count of shed calls). */
+  close(): void;
 }
+
+/** Shed calls are summed up in one warning per interval: under overload, a line each would add to it. */
+const SHED_WARNING_INTERVAL_MS = 10_000;
 
 /** From a cached page (5 ms) to a call that hits its deadline (the default callTimeoutMs is 30 s). */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -90,18 +94,34 @@ export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
     registers: [registry],
   });
 
+  let shedInInterval = 0;
+  let shedTimer: NodeJS.Timeout | null = null;
+  const warnShed = (): void => {
+    if (shedTimer !== null) clearTimeout(shedTimer);
+    shedTimer = null;
+    if (shedInInterval === 0) return;
+    log.warn(
+      { event: 'calls_shed', shed: shedInInterval, intervalMs: SHED_WARNING_INTERVAL_MS },
+      `${shedInInterval} legacy calls answered 503 Server Too Busy: server.maxConcurrentCalls were in flight`,
+    );
+    shedInInterval = 0;
+  };
+
   return {
     registry,
     record(hit) {
       calls.inc({ operation: hit.operation, binding: hit.binding, outcome: hit.outcome });
-      duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
+      if (hit.outcome === 'shed') {
+        shedCalls.inc();
+        shedInInterval++;
+        shedTimer ??= setTimeout(warnShed, SHED_WARNING_INTERVAL_MS).unref();
+      } else {
+        duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
+      }
       const logged = { ...hit, legacyVersion: bounded(hit.legacyVersion), userAgent: bounded(hit.userAgent) };
       log.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...logged }, `deprecated call ${hit.operation} (${hit.binding})`);
     },
-    shed() {
-      shedCalls.inc();
-      log.warn({ event: 'call_shed' }, 'too many legacy calls in flight: answered 503');
-    },
+    close: warnShed,
     observeUpstream(outcome) {
       upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.seconds);
       // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.

@@ -28,6 +28,7 @@ export const deprecationPlugin = fp<DeprecationOptions>(
     const hits = createHitRecorder(fastify.log);
     const headers = deprecationHeaders(deprecation);
     fastify.decorate('hits', hits);
+    fastify.addHook('onClose', async () => hits.close());
     // The same path test as the dispatcher's (after URL normalisation: `/x/../index.asmx` is served),
     // so that every answer from the service carries the headers.
     fastify.decorate('addDeprecationHeaders', (request: FastifyRequest, reply: FastifyReply) => {

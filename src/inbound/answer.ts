@@ -9,6 +9,8 @@ export interface Answer {
   readonly contentType: string;
   readonly body: string;
   readonly cacheControl: string;
+  /** Headers beyond these, such as `Retry-After`. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';

@@ -46,15 +46,52 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     const answerCall = createCallAnswerer(config);
     let callsInFlight = 0;
 
-    fastify.decorate('runCall', async function runCall<W>(binding: Binding<W>, serviceRequest: ServiceRequest, request: FastifyRequest, reply: FastifyReply) {
-      if (callsInFlight >= config.server.maxConcurrentCalls) {
-        fastify.hits.shed();
-        return send(reply, errorPage(503, SERVER_TOO_BUSY));
+    const shedAnswer = { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(config.server.retryAfterSeconds) } };
+
+    /** The deprecation hit of a call, the same fields whatever its binding and outcome. */
+    function record(request: FastifyRequest, outcome: Outcome<unknown>, shed: boolean, started: number, upstreamRequests: number, remoteAddress: string | null): void {
+      const { read, answer, failure } = outcome;
+      const reason = failure === null ? null : failureReason(failure);
+      if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
+      const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
+      const caller = read?.ok ? callerOf(read.call) : { apiKey: null, version: null };
+      fastify.hits.record({
+        operation: operation?.name ?? 'unknown',
+        binding: read?.binding ?? 'unknown',
+        client: clientFingerprint(caller.apiKey, config.deprecation.clientIdKey),
+        legacyVersion: caller.version,
+        replacement: operation?.replacement ?? '',
+        outcome: shed ? 'shed' : reason === null ? 'ok' : 'fault',
+        reason,
+        status: answer.status,
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        upstreamRequests,
+        remoteAddress,
+        userAgent: request.headers['user-agent'] ?? null,
+      });
+    }
+
+    /** A binding's read, or null when the binding itself failed (a defect, recorded as such). */
+    function readOrNull<W>(binding: Binding<W>, serviceRequest: ServiceRequest): { read: Read<W> | null; failure: unknown } {
+      try {
+        return { read: binding.read(serviceRequest), failure: null };
+      } catch (err) {
+        return { read: null, failure: err };
       }
-      callsInFlight++;
+    }
+
+    fastify.decorate('runCall', async function runCall<W>(binding: Binding<W>, serviceRequest: ServiceRequest, request: FastifyRequest, reply: FastifyReply) {
       const started = performance.now();
       // Read now: once a caller has hung up, its socket no longer knows the address.
       const remoteAddress = request.ip ?? null;
+      if (callsInFlight >= config.server.maxConcurrentCalls) {
+        // Read all the same (the body is in already, and reading costs no upstream request), so that
+        // the hit says who was turned away from what.
+        const { read, failure } = readOrNull(binding, serviceRequest);
+        send(reply, shedAnswer);
+        return record(request, { read, answer: shedAnswer, failure }, true, started, 0, remoteAddress);
+      }
+      callsInFlight++;
       const cancel = new AbortController();
       const deadline = setTimeout(() => cancel.abort(new UpstreamError({ code: 'timeout' })), config.upstream.callTimeoutMs);
       const onClose = (): void => {
@@ -71,9 +108,9 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
 
       /** Never throws: a binding that fails on its own (a defect) still leaves an answer and a hit. */
       const run = async (): Promise<Outcome<W>> => {
-        let read: Read<W> | null = null;
+        const { read, failure } = readOrNull(binding, serviceRequest);
+        if (read === null) return { read, answer: errorPage(500, INTERNAL_ERROR), failure };
         try {
-          read = binding.read(serviceRequest);
           if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error };
           try {
             return { read, answer: binding.write(await answerCall(read.call, counted, cancel.signal), read.call, read.wire), failure: null };
@@ -91,28 +128,9 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         clearTimeout(deadline);
         callsInFlight--;
       }
-      const { read, answer, failure } = outcome;
-      send(reply, answer);
+      send(reply, outcome.answer);
       reply.raw.off('close', onClose);
-
-      const reason = failure === null ? null : failureReason(failure);
-      if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
-      const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
-      const caller = read?.ok ? callerOf(read.call) : { apiKey: null, version: null };
-      fastify.hits.record({
-        operation: operation?.name ?? 'unknown',
-        binding: read?.binding ?? 'unknown',
-        client: clientFingerprint(caller.apiKey, config.deprecation.clientIdKey),
-        legacyVersion: caller.version,
-        replacement: operation?.replacement ?? '',
-        outcome: reason === null ? 'ok' : 'fault',
-        reason,
-        status: answer.status,
-        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-        upstreamRequests,
-        remoteAddress,
-        userAgent: request.headers['user-agent'] ?? null,
-      });
+      record(request, outcome, false, started, upstreamRequests, remoteAddress);
     });
   },
   { name: 'call-runner', dependencies: ['deprecation'], fastify: '5.x' },

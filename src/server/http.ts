@@ -4,7 +4,9 @@ import type { Answer } from '../inbound/answer.js';
 /** What the fastify plugins of the HTTP front share: sending an answer, reading the request target. */
 
 export function send(reply: FastifyReply, answer: Answer): void {
-  reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl).send(answer.body);
+  reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl);
+  if (answer.headers) reply.headers(answer.headers);
+  reply.send(answer.body);
 }
 
 /**
