@@ -143,7 +143,8 @@ describe('a binding that fails on its own', () => {
 });
 
 describe('load shedding', () => {
-  it('answers 503 "Server Too Busy" past server.maxConcurrentCalls, and serves again after', async () => {
+  /** An upstream that answers nothing until `release`: one call keeps the only slot. */
+  async function heldUpstream(): Promise<{ slow: StubUpstream; release: () => void }> {
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
     const slow = await upstream((req, res) => {
@@ -152,6 +153,11 @@ describe('load shedding', () => {
         res.end(pageDocument(3, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
       });
     });
+    return { slow, release };
+  }
+
+  it('answers 503 "Server Too Busy" past server.maxConcurrentCalls, and serves again after', async () => {
+    const { slow, release } = await heldUpstream();
     const proxy = await proxyTo(slow.origin, { server: { maxConcurrentCalls: 1 } });
     const first = fetch(`${proxy}/index.asmx/Search?query=a`);
     await pause(100);
@@ -166,14 +172,7 @@ describe('load shedding', () => {
   });
 
   it('records each shed call as a hit and in legacy_calls_total, and sums them up in one warning', async () => {
-    let release: () => void = () => {};
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const slow = await upstream((req, res) => {
-      void gate.then(() => {
-        res.writeHead(200, { 'content-type': 'text/xml' });
-        res.end(pageDocument(3, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
-      });
-    });
+    const { slow, release } = await heldUpstream();
     const lines: Record<string, unknown>[] = [];
     const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: slow.origin, appKey: 'k' }, server: { maxConcurrentCalls: 1, retryAfterSeconds: 30 } });
     const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
