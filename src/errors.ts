@@ -75,6 +75,12 @@ export type UpstreamFailure =
   | { readonly code: 'unreachable' }
   /** A kept-alive connection closed under the request, after the retries. */
   | { readonly code: 'connection_closed' }
+  /** The response could not be read as HTTP: its status line, a header, or its chunked body. */
+  | { readonly code: 'protocol_violation'; readonly section: 'ResponseStatusLine' | 'ResponseHeader' | 'ResponseBody' }
+  | { readonly code: 'name_not_resolved'; readonly host: string }
+  /** The upstream's certificate is not trusted (expired, self-signed, another name). */
+  | { readonly code: 'tls_untrusted' }
+  | { readonly code: 'tls_failed' }
   | { readonly code: 'too_large' }
   | { readonly code: 'not_xml' }
   | { readonly code: 'wrong_root'; readonly root: string; readonly expected: string }
@@ -94,6 +100,10 @@ const UPSTREAM_REASONS: Readonly<Record<UpstreamFailureCode, FailureReason>> = {
   timeout: 'upstream_timeout',
   unreachable: 'upstream_unreachable',
   connection_closed: 'upstream_unreachable',
+  protocol_violation: 'upstream_invalid',
+  name_not_resolved: 'upstream_unreachable',
+  tls_untrusted: 'upstream_unreachable',
+  tls_failed: 'upstream_unreachable',
   too_large: 'upstream_invalid',
   not_xml: 'upstream_invalid',
   wrong_root: 'upstream_invalid',

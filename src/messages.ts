@@ -110,6 +110,14 @@ export function upstreamText(failure: UpstreamFailure): string {
       return UNABLE_TO_CONNECT;
     case 'connection_closed':
       return CONNECTION_CLOSED;
+    case 'protocol_violation':
+      return `The server committed a protocol violation. Section=${failure.section}${failure.section === 'ResponseBody' ? ' Detail=Response chunk format is invalid' : ''}`;
+    case 'name_not_resolved':
+      return `The remote name could not be resolved: '${failure.host}'`;
+    case 'tls_untrusted':
+      return 'The underlying connection was closed: Could not establish trust relationship for the SSL/TLS secure channel.';
+    case 'tls_failed':
+      return 'The request was aborted: Could not create SSL/TLS secure channel.';
     case 'too_large':
       return 'The upstream answer exceeded the maximum response size.';
     case 'not_xml':

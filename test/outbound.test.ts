@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config.js';
 import { UpstreamError } from '../src/errors.js';
@@ -387,6 +388,27 @@ describe('upstream client', () => {
       expect(ms).toBeLessThan(PROMPTLY_MS);
       expect(upstream.requests).toHaveLength(1);
     });
+  });
+
+  it.each([
+    {
+      name: 'a chunked body whose chunk size is not a number',
+      raw: 'HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n',
+      message: 'The server committed a protocol violation. Section=ResponseBody Detail=Response chunk format is invalid',
+    },
+    { name: 'a status line that is not HTTP', raw: 'hello world\r\n\r\n', message: 'The server committed a protocol violation. Section=ResponseStatusLine' },
+    { name: 'a header line without a colon', raw: 'HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nBad Header\r\n\r\n', message: 'The server committed a protocol violation. Section=ResponseHeader' },
+  ])('words $name as .NET did, not as a refused connection', async ({ raw, message }) => {
+    const server = createNetServer((socket) => socket.once('data', () => socket.end(raw)));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { client } = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      const err = await failure(client.fetch(SEARCH));
+      expect(err.message).toBe(message);
+      expect(err.reason).toBe('upstream_invalid');
+    } finally {
+      server.close();
+    }
   });
 
   it('reports a refused connection as "Unable to connect to the remote server"', async () => {

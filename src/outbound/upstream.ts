@@ -99,7 +99,7 @@ export function createUpstream(
         } catch (err) {
           const code = errorCode(err);
           if (tries < upstream.retries && !signal?.aborted && RETRYABLE_CODES.has(code)) continue;
-          const failure = signal?.aborted && signal.reason instanceof CallError ? signal.reason : asUpstreamError(err);
+          const failure = signal?.aborted && signal.reason instanceof CallError ? signal.reason : asUpstreamError(err, base.hostname);
           const cancelled = signal?.aborted === true && failure.reason !== 'upstream_timeout';
           done(cancelled ? 'cancelled' : failure.reason, status, code === '' ? null : code);
           throw failure;
@@ -176,15 +176,27 @@ function errorCode(err: unknown): string {
   return errorCode((err as { cause?: unknown }).cause);
 }
 
-function asUpstreamError(err: unknown): UpstreamError {
+/** Certificates the client would not trust, by Node's codes (.NET's TrustFailure). */
+const UNTRUSTED_CERTIFICATE = /^(?:CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(?:VERIFY|GET_ISSUER)|ERR_TLS_CERT_ALTNAME_INVALID$)/;
+
+/** The transport failure behind `err`, as .NET's WebExceptionStatus would have classed it. */
+function asUpstreamError(err: unknown, host: string): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const code = errorCode(err);
+  const name = err instanceof Error ? err.name : '';
   const message = err instanceof Error ? err.message : '';
   const failure = (): UpstreamFailure => {
     if (message === 'max redirects' || message.startsWith('Redirect loop detected')) return { code: 'too_many_redirects' };
     if (TIMEOUT_CODES.has(code)) return { code: 'timeout' };
     if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { code: 'too_large' };
+    // undici's parser names what it could not read only in its message.
+    if (name === 'HTTPParserError') {
+      return { code: 'protocol_violation', section: /chunk/i.test(message) ? 'ResponseBody' : /status|Expected HTTP/i.test(message) ? 'ResponseStatusLine' : 'ResponseHeader' };
+    }
     if (RETRYABLE_CODES.has(code)) return { code: 'connection_closed' };
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { code: 'name_not_resolved', host };
+    if (UNTRUSTED_CERTIFICATE.test(code)) return { code: 'tls_untrusted' };
+    if (code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_')) return { code: 'tls_failed' };
     return { code: 'unreachable' };
   };
   return new UpstreamError(failure(), { cause: err });
