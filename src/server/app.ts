@@ -41,6 +41,13 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     loggerInstance: deps.logger ?? pino({ level: config.log.level }),
     bodyLimit: config.server.bodyLimitBytes,
     requestTimeout: config.server.requestTimeoutMs,
+    // Node enforces the request timeout (headers and body alike: a body declared but not sent, a
+    // stalled chunk, a trickle) only when it checks its connections, every 30 s by default: check
+    // often enough that the configured time is the time.
+    http: {
+      headersTimeout: config.server.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.requestTimeoutMs / 4)),
+    },
     trustProxy: config.server.trustProxy,
     return503OnClosing: true,
     // Request URLs carry apiKey in the query string: the deprecation hit is the request log.
