@@ -88,6 +88,8 @@ export type UpstreamFailure =
   | { readonly code: 'bad_total' }
   /** A page that does not start where it was asked to, or is short before the last page. */
   | { readonly code: 'misaligned_page'; readonly offset: number; readonly startResult: string | undefined; readonly items: number; readonly pageSize: number }
+  /** The last page holds fewer items than asked for while its total says more exist: the upstream caps its pages. */
+  | { readonly code: 'short_page'; readonly offset: number; readonly items: number; readonly pageSize: number; readonly total: number }
   /** All pages of a list together hold a different number of items than the last one reports. */
   | { readonly code: 'count_mismatch'; readonly items: number; readonly total: number };
 
@@ -110,6 +112,7 @@ const UPSTREAM_REASONS: Readonly<Record<UpstreamFailureCode, FailureReason>> = {
   no_items: 'upstream_invalid',
   bad_total: 'upstream_invalid',
   misaligned_page: 'upstream_invalid',
+  short_page: 'upstream_invalid',
   count_mismatch: 'upstream_invalid',
 };
 

@@ -130,6 +130,8 @@ export function upstreamText(failure: UpstreamFailure): string {
       return 'The upstream answer has no valid totalDesigns attribute.';
     case 'misaligned_page':
       return `The upstream page at item ${failure.offset} has startResult ${failure.startResult ?? '(none)'} and ${failure.items} items of ${failure.pageSize}.`;
+    case 'short_page':
+      return `The upstream page at item ${failure.offset} holds ${failure.items} items of the ${failure.pageSize} asked for, though it reports ${failure.total} in all: the upstream caps its pages below the configured maximum page size.`;
     case 'count_mismatch':
       return `The upstream pages hold ${failure.items} items, but report ${failure.total}.`;
   }

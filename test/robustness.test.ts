@@ -12,7 +12,7 @@ import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
 import { innerText } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
-import { SEARCH_PAGES, STORE_PAGES, pageDocument, pagedUpstream } from './support/pages.js';
+import { SEARCH_PAGES, STORE_PAGES, itemIds, pageDocument, pagedUpstream, range } from './support/pages.js';
 import { rawRequest } from './support/raw-http.js';
 import { startStubUpstream, type StubHandler, type StubUpstream } from './support/stub-upstream.js';
 
@@ -251,6 +251,33 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
     };
     const result = treeOf(await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing));
     expect(result.attributes.find((a) => a.name === 'resultLength')?.value).toBe('602');
+  });
+
+  /** 1000 items, but never more than 50 a page, whatever the page size asked for. */
+  const cappedAt50 = (naming: typeof SEARCH_PAGES) => ({
+    async fetch(request: { params: readonly (readonly [string, string])[] }) {
+      const params = new Map(request.params);
+      const asked = Number(params.get(naming.sizeParam));
+      const start = (Number(params.get(naming.pageParam)) - naming.firstPage) * asked;
+      const items = range(start, Math.min(start + asked, start + 50, 1000)).map((id) => `<searchResultItem mediaId="${id}" />`);
+      return parseXml(`<searchResultSet totalDesigns="1000" startResult="${start}" resultLength="${items.length}"><mainResults>${items.join('')}</mainResults></searchResultSet>`);
+    },
+  });
+
+  it.each([
+    ['StoreLookupPaged', { storeId: 's', pageIndex: 0, pageSize: 80 }, STORE_PAGES],
+    ['AdvancedSearch', { startResults: '0', maxResults: '80' }, SEARCH_PAGES],
+  ])('%s: an upstream that caps its pages below the size asked for is a fault, not a truncated window', async (name, args, naming) => {
+    const call = { operation: findOperation(name)!, args };
+    await expect(createCallAnswerer(testConfig())(call, cappedAt50(naming))).rejects.toMatchObject({
+      reason: 'upstream_invalid',
+      message: 'The upstream page at item 0 holds 50 items of the 80 asked for, though it reports 1000 in all: the upstream caps its pages below the configured maximum page size.',
+    });
+  });
+
+  it('a short last page is fine where the list ends', async () => {
+    const call = { operation: findOperation('AdvancedSearch')!, args: { startResults: '980', maxResults: '40' } };
+    expect(itemIds(treeOf(await createCallAnswerer(testConfig())(call, cappedAt50(SEARCH_PAGES))))).toEqual(range(980, 1000));
   });
 
   it('AdvancedSearch: a page whose startResult is not where it was asked to start', async () => {

@@ -104,7 +104,7 @@ function totalOf(view: PageView<unknown>): number {
 
 export function assembleWindow(pages: readonly Page[], window: ItemWindow, run: PageRun): Page {
   const views = viewsOf(pages);
-  const items = consistentItems(views, run.firstPage, run.pageSize);
+  const items = consistentItems(views, run.firstPage, run.pageSize, window.offset + window.count);
   const from = sliceStart(window, run);
   return firstOf(views).withItems(items.slice(from, from + window.count), window.offset);
 }
@@ -115,7 +115,7 @@ export function assembleWindow(pages: readonly Page[], window: ItemWindow, run: 
  */
 export function assembleAll(pages: readonly Page[], pageSize: number): Page {
   const views = viewsOf(pages);
-  const items = consistentItems(views, 0, pageSize);
+  const items = consistentItems(views, 0, pageSize, 0);
   const total = totalOf(views[views.length - 1] ?? firstOf(views));
   if (items.length !== total) throw new UpstreamError({ code: 'count_mismatch', items: items.length, total });
   return firstOf(views).withItems(items, 0);
@@ -123,10 +123,11 @@ export function assembleAll(pages: readonly Page[], pageSize: number): Page {
 
 /**
  * The items of consecutive pages, after checking they line up: page `k` starts at item
- * `k × pageSize` (its `startResult`, where given), and every page but the last is full. An upstream
- * that pages differently would otherwise shift or silently truncate the result.
+ * `k × pageSize` (its `startResult`, where given), every page but the last is full, and the last
+ * holds the items up to `neededEnd` that exist. An upstream that pages differently, or caps its pages
+ * below the size asked for, would otherwise shift or silently truncate the result.
  */
-function consistentItems<I>(views: readonly PageView<I>[], firstPage: number, pageSize: number): I[] {
+function consistentItems<I>(views: readonly PageView<I>[], firstPage: number, pageSize: number, neededEnd: number): I[] {
   return views.flatMap((view, index) => {
     const offset = (firstPage + index) * pageSize;
     const items = view.items();
@@ -135,6 +136,10 @@ function consistentItems<I>(views: readonly PageView<I>[], firstPage: number, pa
     const fits = last ? items.length <= pageSize : items.length === pageSize || offset + items.length >= totalOf(view);
     if ((start !== undefined && Number(start) !== offset) || !fits) {
       throw new UpstreamError({ code: 'misaligned_page', offset, startResult: start, items: items.length, pageSize });
+    }
+    if (last && items.length < pageSize && offset + items.length < neededEnd) {
+      const total = totalOf(view);
+      if (offset + items.length < total) throw new UpstreamError({ code: 'short_page', offset, items: items.length, pageSize, total });
     }
     return items;
   });
