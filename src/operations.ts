@@ -15,16 +15,14 @@ import { bindTranslator, type Plan, type Target, type TargetOf, type TranslateCo
 // --- The replacement endpoints ---------------------------------------------------------------------
 
 /**
- * The `.cp` endpoints. A paged endpoint names its page parameters, the number of its first page and
- * its largest page (docs/upstream.md §3, §11.1): the defaults of its profile in the configuration
- * (`paging.profiles`, whose schema is built from this table). Only a paged endpoint can answer windows
- * and whole lists.
+ * The elements of an endpoint's answer (docs/upstream.md §5, §11.2): its root, the element holding
+ * the items, and the items' own name. The defaults of `upstream.answers` in the configuration.
  */
-export const UPSTREAM_ENDPOINTS = {
-  '/product.search.cp': { paging: { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1, maxPageSize: 100 } },
-  '/product.searchForProductsOfStore.cp': { paging: { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0, maxPageSize: 256 } },
-  '/product.searchForProduct.cp': { paging: null },
-} as const satisfies Readonly<Record<string, { readonly paging: DefaultPaging | null }>>;
+export interface AnswerShape {
+  readonly root: string;
+  readonly items: string;
+  readonly item: string;
+}
 
 interface DefaultPaging {
   readonly pageParam: string;
@@ -32,6 +30,26 @@ interface DefaultPaging {
   readonly firstPage: 0 | 1;
   readonly maxPageSize: number;
 }
+
+const SEARCH_RESULT_SET = { root: 'searchResultSet', items: 'mainResults', item: 'searchResultItem' } as const satisfies AnswerShape;
+
+/**
+ * The `.cp` endpoints, each with the shape of its answer (`upstream.answers` in the configuration).
+ * A paged endpoint names its page parameters, the number of its first page and its largest page
+ * (docs/upstream.md §3, §11.1): the defaults of its profile in the configuration (`paging.profiles`,
+ * whose schema is built from this table). Only a paged endpoint can answer windows and whole lists.
+ */
+export const UPSTREAM_ENDPOINTS = {
+  '/product.search.cp': {
+    paging: { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1, maxPageSize: 100 },
+    answer: SEARCH_RESULT_SET,
+  },
+  '/product.searchForProductsOfStore.cp': {
+    paging: { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0, maxPageSize: 256 },
+    answer: SEARCH_RESULT_SET,
+  },
+  '/product.searchForProduct.cp': { paging: null, answer: SEARCH_RESULT_SET },
+} as const satisfies Readonly<Record<string, { readonly paging: DefaultPaging | null; readonly answer: AnswerShape }>>;
 
 export type UpstreamPath = keyof typeof UPSTREAM_ENDPOINTS;
 export type PagedPath = { [P in UpstreamPath]: (typeof UPSTREAM_ENDPOINTS)[P]['paging'] extends null ? never : P }[UpstreamPath];

@@ -17,6 +17,9 @@ import { startStubUpstream, type StubHandler, type StubUpstream } from './suppor
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 
+/** The root every `.cp` endpoint answers with, unless configured otherwise (docs/upstream.md §11.2). */
+const ROOT = 'searchResultSet';
+
 /** A `searchResultSet` page as the upstream writes it: no XML declaration, 2-space indentation. */
 const SEARCH_RESULT = `<searchResultSet totalDesigns="2" totalProducts="3" startResult="0" resultLength="2" version="3" sort="by_score_desc">
   <mainResults>
@@ -175,7 +178,7 @@ const items = (root: XmlElement): XmlElement[] =>
 
 describe('readResponse', () => {
   it('returns the searchResultSet root of a 2xx answer', () => {
-    const root = treeOf(readResponse(200, SEARCH_RESULT));
+    const root = treeOf(readResponse(200, SEARCH_RESULT, ROOT));
     expect(root.name).toBe('searchResultSet');
     expect(root.attributes.map((a) => [a.name, a.value])).toEqual(ROOT_ATTRIBUTES);
     expect(items(root)).toHaveLength(2);
@@ -193,7 +196,7 @@ describe('readResponse', () => {
     { status: 503, body: '', message: 'The remote server returned an error: (503) Server Unavailable.' },
     { status: 504, body: SEARCH_RESULT, message: 'The remote server returned an error: (504) Gateway Timeout.' },
   ])('$status with $body.length body chars: "$message"', ({ status, body, message }) => {
-    const err = thrown(() => readResponse(status, body));
+    const err = thrown(() => readResponse(status, body, ROOT));
     expect(err).toBeInstanceOf(UpstreamError);
     const statusError = err as UpstreamError;
     expect(statusError.message).toBe(message);
@@ -202,9 +205,9 @@ describe('readResponse', () => {
   });
 
   it('reads a <help> document in a 200 answer as the upstream error, its message trimmed', () => {
-    expect(thrown(() => readResponse(200, HELP))).toMatchObject({ message: INVALID_SORT, reason: 'upstream_error' });
+    expect(thrown(() => readResponse(200, HELP, ROOT))).toMatchObject({ message: INVALID_SORT, reason: 'upstream_error' });
     const padded = '<help>\n  <exception-message>\n    No such product.\n  </exception-message>\n</help>';
-    expect(() => readResponse(200, padded)).toThrow('No such product.');
+    expect(() => readResponse(200, padded, ROOT)).toThrow('No such product.');
   });
 
   it.each([
@@ -214,7 +217,7 @@ describe('readResponse', () => {
     { name: 'DOCTYPE', body: '<!DOCTYPE x [<!ENTITY e "boom">]><searchResultSet>&e;</searchResultSet>', message: 'The upstream answer is not well-formed XML.' },
     { name: 'wrong root', body: '<products/>', message: "The upstream answer has root element 'products', expected 'searchResultSet'." },
   ])('refuses a 200 answer that is $name as upstream_invalid', ({ body, message }) => {
-    expect(thrown(() => readResponse(200, body))).toMatchObject({ message, reason: 'upstream_invalid' });
+    expect(thrown(() => readResponse(200, body, ROOT))).toMatchObject({ message, reason: 'upstream_invalid' });
   });
 });
 
@@ -427,7 +430,7 @@ describe('upstream client', () => {
       { framing: 'Content-Length', headers: { ...XML_TYPE, 'content-length': String(Buffer.byteLength(body)) } },
       { framing: 'chunked', headers: XML_TYPE },
     ])('refuses a 10 KB answer over a 2 KB cap ($framing)', async ({ headers }) => {
-      expect(() => readResponse(200, body)).not.toThrow();
+      expect(() => readResponse(200, body, ROOT)).not.toThrow();
       const upstream = await startUpstream(answer(200, body, headers));
       const { client } = clientFor(upstream.origin, { maxResponseBytes: 2048 });
 
@@ -550,22 +553,22 @@ describe('secrets in upstream error messages', () => {
   const help = (message: string): string => `<help>\n  <exception-message>${message}</exception-message>\n</help>`;
 
   it.each([400, 200])('redacts the appKey sent when the upstream echoes it in <help> (status %i)', (status) => {
-    expect(() => readResponse(status, help('Invalid appKey s3cr3t-key for v=3.'), ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+    expect(() => readResponse(status, help('Invalid appKey s3cr3t-key for v=3.'), ROOT, ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
   });
 
   it('redacts the URL-encoded spellings too', () => {
-    expect(() => readResponse(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ['SECRET+1 x'])).toThrow(
+    expect(() => readResponse(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ROOT, ['SECRET+1 x'])).toThrow(
       /^Bad request \/p\?appKey=\[redacted\]&v=3 and appKey=\[redacted\]$/,
     );
   });
 
   it('redacts a key that ends a sentence or is followed by a hyphen', () => {
-    expect(() => readResponse(403, help('Unknown appKey SECRET42.'), ['SECRET42'])).toThrow(/^Unknown appKey \[redacted\]\.$/);
-    expect(() => readResponse(403, help('key abc123- rejected'), ['abc123'])).toThrow(/^key \[redacted\]- rejected$/);
+    expect(() => readResponse(403, help('Unknown appKey SECRET42.'), ROOT, ['SECRET42'])).toThrow(/^Unknown appKey \[redacted\]\.$/);
+    expect(() => readResponse(403, help('key abc123- rejected'), ROOT, ['abc123'])).toThrow(/^key \[redacted\]- rejected$/);
   });
 
   it('redacts a short key only as a whole token, leaving the words around it alone', () => {
-    expect(() => readResponse(400, help('bad key a for v=3'), ['a'])).toThrow(/^bad key \[redacted\] for v=3$/);
+    expect(() => readResponse(400, help('bad key a for v=3'), ROOT, ['a'])).toThrow(/^bad key \[redacted\] for v=3$/);
   });
 });
 

@@ -10,7 +10,7 @@ import { errorPage } from '../src/inbound/answer.js';
 import type { Binding } from '../src/inbound/binding.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
-import { innerText } from '../src/xml/tree.js';
+import { attribute, childElements, innerText } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
 import { SEARCH_PAGES, STORE_PAGES, itemIds, pageDocument, pagedUpstream, range } from './support/pages.js';
 import { rawRequest } from './support/raw-http.js';
@@ -288,6 +288,37 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
     };
     const call = { operation: findOperation('AdvancedSearch')!, args: { startResults: '300', maxResults: '10' } };
     await expect(createCallAnswerer(testConfig())(call, shifted)).rejects.toMatchObject({ reason: 'upstream_invalid' });
+  });
+});
+
+describe('the elements of the upstream answers are configuration', () => {
+  /** An upstream whose search answers are `<results><list><entry n="…" />…</list></results>`. */
+  async function otherShapedUpstream(): Promise<StubUpstream> {
+    return upstream((req, res) => {
+      const params = new URL(req.url ?? '/', 'http://upstream').searchParams;
+      const size = Number(params.get('resultsPerPage') ?? 60);
+      const start = (Number(params.get('pageNumber') ?? 1) - 1) * size;
+      const entries = range(start, Math.min(start + size, 500)).map((n) => `<entry n="${n}" />`).join('');
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(`<results totalDesigns="500" startResult="${start}" resultLength="${Math.min(size, 500 - start)}"><list>${entries}<note>kept out</note></list></results>`);
+    });
+  }
+  const shape = { upstream: { answers: { '/product.search.cp': { root: 'results', items: 'list', item: 'entry' } } } };
+
+  it('windows are cut from answers of the configured shape', async () => {
+    const proxy = await proxyTo((await otherShapedUpstream()).origin, shape);
+    const response = await fetch(`${proxy}/index.asmx/AdvancedSearch?startResults=41&maxResults=60`);
+    const body = await response.text();
+    expect(response.status, body).toBe(200);
+    const root = parseXml(body);
+    expect(root.local).toBe('results');
+    expect(childElements(childElements(root)[0]!).map((entry) => Number(attribute(entry, 'n')))).toEqual(range(41, 101));
+  });
+
+  it('an answer of another shape than the configured one is refused', async () => {
+    const proxy = await proxyTo((await otherShapedUpstream()).origin);
+    const response = await fetch(`${proxy}/index.asmx/Search?query=x`);
+    expect(await response.text()).toBe('The upstream answer has root element &#39;results&#39;, expected &#39;searchResultSet&#39;.\r\n');
   });
 });
 

@@ -1,5 +1,5 @@
-import Type, { type Static, type TEnumValue, type TProperties, type TSchema } from 'typebox';
-import { PAGED_PATHS, UPSTREAM_ENDPOINTS, type PagedPath } from '../operations.js';
+import Type, { type Static, type TEnumValue, type TObject, type TProperties, type TSchema, type TString } from 'typebox';
+import { PAGED_PATHS, UPSTREAM_ENDPOINTS, type PagedPath, type UpstreamPath } from '../operations.js';
 import { MERCHANDISE } from './merchandise.js';
 
 /**
@@ -30,6 +30,19 @@ const profile = (defaults: (typeof UPSTREAM_ENDPOINTS)[PagedPath]['paging']) =>
     firstPage: integer(0, 1, defaults.firstPage),
     maxPageSize: integer(1, 100_000, defaults.maxPageSize),
   });
+
+const NAME_PATTERN = { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$', patternProblem: 'must be an XML element name without a prefix' };
+const elementName = (value: string) => Type.String({ ...NAME_PATTERN, default: value });
+
+/** The answer of every endpoint of the operations table: its root, items container and item names. */
+const answers = section(
+  Object.fromEntries(
+    (Object.keys(UPSTREAM_ENDPOINTS) as UpstreamPath[]).map((path) => {
+      const { root, items, item } = UPSTREAM_ENDPOINTS[path].answer;
+      return [path, section({ root: elementName(root), items: elementName(items), item: elementName(item) })];
+    }),
+  ) as Record<UpstreamPath, TObject<{ root: TString; items: TString; item: TString }>>,
+);
 
 /** One profile per paged endpoint of the operations table, its defaults from there. */
 const profiles = section(
@@ -75,6 +88,7 @@ export const ConfigSchema = Type.Object(
       retries: integer(0, 5, 1),
       /** Deadline of one legacy call, all its upstream requests included. */
       callTimeoutMs: integer(1, MAX_TIMEOUT_MS, 30_000),
+      answers,
     }),
     paging: section({
       legacyPageIndexBase: oneOf([0, 1], 0),

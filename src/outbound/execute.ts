@@ -24,9 +24,9 @@ export async function executePlan(plan: Plan, upstream: Fetcher, options: Execut
     case 'single':
       return upstream.fetch(plan.request, options.signal);
     case 'window':
-      return assembleWindow(await fetchAll(plan.requests, upstream, options), plan.window, plan.run);
+      return assembleWindow(await fetchAll(plan.requests, upstream, options), plan.window, plan.run, plan.shape);
     case 'allPages':
-      return assembleAll(await fetchList(plan, upstream, options), plan.pageSize);
+      return assembleAll(await fetchList(plan, upstream, options), plan.pageSize, plan.shape);
   }
 }
 
@@ -48,7 +48,7 @@ async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: Execute
     }
   }
   pages ??= [await upstream.fetch(plan.first, options.signal)];
-  const needed = pageCount(plan, totalItems(pages[0] as Page));
+  const needed = pageCount(plan, totalItems(pages[0] as Page, plan.shape));
   options.pageCounts?.set(key, needed);
   if (needed <= pages.length) return pages.slice(0, needed);
   return [...pages, ...(await fetchAll(listPages(plan, pages.length, needed), upstream, options))];

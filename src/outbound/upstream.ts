@@ -33,7 +33,6 @@ export interface Upstream {
 /** What carrying out a plan needs of the upstream. */
 export type Fetcher = Pick<Upstream, 'fetch'>;
 
-const EXPECTED_ROOT = 'searchResultSet';
 const ERROR_ROOT = 'help';
 /** HttpWebRequest.MaximumAutomaticRedirections. */
 const MAX_REDIRECTS = 50;
@@ -79,7 +78,7 @@ export function createUpstream(
     } as Dispatcher.RequestOptions);
     responded(statusCode);
     const text = await body.text();
-    return readResponse(statusCode, text, secretsOf(request));
+    return readResponse(statusCode, text, upstream.answers[request.path].root, secretsOf(request));
   }
 
   return {
@@ -125,9 +124,9 @@ function secretsOf(request: UpstreamRequest): string[] {
  * as text (src/xml/compact.ts); anything else is parsed and checked whole. An upstream error message
  * that echoes one of `secrets` (the appKey sent) has it redacted: it goes to legacy clients as a fault.
  */
-export function readResponse(statusCode: number, text: string, secrets: readonly string[] = []): Page {
+export function readResponse(statusCode: number, text: string, expectedRoot: string, secrets: readonly string[] = []): Page {
   if (statusCode >= 200 && statusCode <= 299) {
-    const compact = compactDocument(text, EXPECTED_ROOT);
+    const compact = compactDocument(text, expectedRoot);
     if (compact !== null) return compact;
   }
   let root: XmlElement | undefined;
@@ -141,7 +140,7 @@ export function readResponse(statusCode: number, text: string, secrets: readonly
   if (message !== undefined) throw new UpstreamError({ code: 'error_document', status: statusCode, message });
   if (statusCode < 200 || statusCode > 299) throw new UpstreamError({ code: 'status', status: statusCode });
   if (root === undefined) throw new UpstreamError({ code: 'not_xml' });
-  if (root.local !== EXPECTED_ROOT) throw new UpstreamError({ code: 'wrong_root', root: root.name, expected: EXPECTED_ROOT });
+  if (root.local !== expectedRoot) throw new UpstreamError({ code: 'wrong_root', root: root.name, expected: expectedRoot });
   return root;
 }
 

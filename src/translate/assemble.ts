@@ -9,6 +9,7 @@ import {
   type Page,
 } from '../xml/compact.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
+import type { AnswerShape } from '../operations.js';
 import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
 
 /**
@@ -19,7 +20,8 @@ import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
  * to be parsed, all are handled as trees. Both give the same bytes (test/compact.test.ts).
  */
 
-const ITEMS_CONTAINER = 'mainResults';
+/** Where a page keeps its items: the container element (under the root) and the items' name. */
+export type ItemsShape = Pick<AnswerShape, 'items' | 'item'>;
 
 /** One page as the assemblers read it, whatever its form; `I` is an item. */
 interface PageView<I> {
@@ -31,31 +33,31 @@ interface PageView<I> {
   withItems(items: readonly I[], offset: number): Page;
 }
 
-function treeView(root: XmlElement): PageView<XmlElement> {
-  const container = (): XmlElement | undefined => childElements(root).find((child) => child.local === ITEMS_CONTAINER);
+function treeView(root: XmlElement, shape: ItemsShape): PageView<XmlElement> {
+  const container = (): XmlElement | undefined => childElements(root).find((child) => child.local === shape.items);
   return {
     attribute: (name) => attribute(root, name),
     items() {
       const found = container();
-      if (!found) throw new UpstreamError({ code: 'no_items', container: ITEMS_CONTAINER });
-      return childElements(found);
+      if (!found) throw new UpstreamError({ code: 'no_items', container: shape.items });
+      return childElements(found).filter((child) => child.local === shape.item);
     },
     withItems: (items, offset) => {
       const counters = countersFor(items.length, offset);
       return {
         ...root,
         attributes: root.attributes.map((attr) => (Object.hasOwn(counters, attr.name) ? { name: attr.name, value: counters[attr.name] as string } : attr)),
-        children: root.children.map((child) => (child.type === 'element' && child.local === ITEMS_CONTAINER ? { ...child, children: [...items] } : child)),
+        children: root.children.map((child) => (child.type === 'element' && child.local === shape.items ? { ...child, children: [...items] } : child)),
       };
     },
   };
 }
 
 /** `null` when the page has more than one container: the tree form decides what that means. */
-function compactView(page: CompactDocument): PageView<string> | null {
+function compactView(page: CompactDocument, shape: ItemsShape): PageView<string> | null {
   const { text } = page;
   const root = rootSpan(page);
-  const containers = childElementsOf(text, root).filter((child) => child.name === ITEMS_CONTAINER);
+  const containers = childElementsOf(text, root).filter((child) => child.name === shape.items);
   if (containers.length > 1) return null;
   const container = containers[0];
   const attributes = attributesOf(text, root);
@@ -65,8 +67,10 @@ function compactView(page: CompactDocument): PageView<string> | null {
       return found === undefined ? undefined : unescapeAttribute(found[1]);
     },
     items() {
-      if (!container) throw new UpstreamError({ code: 'no_items', container: ITEMS_CONTAINER });
-      return childElementsOf(text, container).map((item) => text.slice(item.start, item.end));
+      if (!container) throw new UpstreamError({ code: 'no_items', container: shape.items });
+      return childElementsOf(text, container)
+        .filter((item) => item.name === shape.item)
+        .map((item) => text.slice(item.start, item.end));
     },
     withItems(items, offset) {
       const item = container as NonNullable<typeof container>;
@@ -74,7 +78,7 @@ function compactView(page: CompactDocument): PageView<string> | null {
       const rootTag = `<${root.name}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
       // Its start tag without `>` or ` />`, which depend on whether items follow.
       const open = text.slice(item.start, item.startTagEnd - (item.empty ? 3 : 1));
-      const content = items.length === 0 ? `${open} />` : `${open}>${items.join('')}</${ITEMS_CONTAINER}>`;
+      const content = items.length === 0 ? `${open} />` : `${open}>${items.join('')}</${shape.items}>`;
       return { type: 'compact', rootName: page.rootName, text: rootTag + text.slice(root.startTagEnd, item.start) + content + text.slice(item.end) };
     },
   };
@@ -85,15 +89,15 @@ function countersFor(count: number, offset: number): Readonly<Record<string, str
 }
 
 /** Compact views of every page, or tree views when any page is not compact (or not simple). */
-function viewsOf(pages: readonly Page[]): PageView<unknown>[] {
-  const compact = pages.every((page) => page.type === 'compact') ? pages.map((page) => compactView(page as CompactDocument)) : [];
+function viewsOf(pages: readonly Page[], shape: ItemsShape): PageView<unknown>[] {
+  const compact = pages.every((page) => page.type === 'compact') ? pages.map((page) => compactView(page as CompactDocument, shape)) : [];
   if (compact.length === pages.length && compact.every((view) => view !== null)) return compact as PageView<string>[];
-  return pages.map((page) => treeView(treeOf(page)));
+  return pages.map((page) => treeView(treeOf(page), shape));
 }
 
 /** `totalDesigns` of a page: how many items all pages hold together. */
-export function totalItems(page: Page): number {
-  return totalOf((viewsOf([page])[0] as PageView<unknown>));
+export function totalItems(page: Page, shape: ItemsShape): number {
+  return totalOf(viewsOf([page], shape)[0] as PageView<unknown>);
 }
 
 function totalOf(view: PageView<unknown>): number {
@@ -102,8 +106,8 @@ function totalOf(view: PageView<unknown>): number {
   return total;
 }
 
-export function assembleWindow(pages: readonly Page[], window: ItemWindow, run: PageRun): Page {
-  const views = viewsOf(pages);
+export function assembleWindow(pages: readonly Page[], window: ItemWindow, run: PageRun, shape: ItemsShape): Page {
+  const views = viewsOf(pages, shape);
   const items = consistentItems(views, run.firstPage, run.pageSize, window.offset + window.count);
   const from = sliceStart(window, run);
   return firstOf(views).withItems(items.slice(from, from + window.count), window.offset);
@@ -113,8 +117,8 @@ export function assembleWindow(pages: readonly Page[], window: ItemWindow, run: 
  * Every page of a list, in order from page 0: all its items or a failure, never fewer. The count is
  * checked against the last page's total, since a live catalog may change while the pages come in.
  */
-export function assembleAll(pages: readonly Page[], pageSize: number): Page {
-  const views = viewsOf(pages);
+export function assembleAll(pages: readonly Page[], pageSize: number, shape: ItemsShape): Page {
+  const views = viewsOf(pages, shape);
   const items = consistentItems(views, 0, pageSize, 0);
   const total = totalOf(views[views.length - 1] ?? firstOf(views));
   if (items.length !== total) throw new UpstreamError({ code: 'count_mismatch', items: items.length, total });

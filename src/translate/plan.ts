@@ -1,6 +1,7 @@
 import type { Config, PagingProfile } from '../config.js';
 import { TranslationError } from '../errors.js';
 import type { ArgValue, ArgsOf, LegacyCall, PagedPath, ParamSpec, UpstreamPath } from '../operations.js';
+import type { ItemsShape } from './assemble.js';
 import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort, type CaptionIndex } from './mapping.js';
 import { planPages, type ItemWindow, type PageRun } from './paging.js';
 
@@ -21,6 +22,8 @@ export interface UpstreamRequest {
 
 export interface AllPagesPlan {
   readonly kind: 'allPages';
+  /** Where the endpoint's answers keep their items (`upstream.answers`). */
+  readonly shape: ItemsShape;
   /** The request every page extends with its page number and size. */
   readonly base: UpstreamRequest;
   readonly profile: PagingProfile;
@@ -34,7 +37,7 @@ export type Plan =
   /** One request whose page is the result as it is. */
   | { readonly kind: 'single'; readonly request: UpstreamRequest }
   /** Pages `run` of a paged endpoint, fetched concurrently, sliced to `window`. */
-  | { readonly kind: 'window'; readonly window: ItemWindow; readonly run: PageRun; readonly requests: readonly UpstreamRequest[] }
+  | { readonly kind: 'window'; readonly window: ItemWindow; readonly run: PageRun; readonly requests: readonly UpstreamRequest[]; readonly shape: ItemsShape }
   /** Every page of a list, all its items or a failure: the first page, then the rest once the total is known. */
   | AllPagesPlan;
 
@@ -112,20 +115,21 @@ function target(path: UpstreamPath, apiKey: string | null, context: TranslateCon
   });
   const profile = (): PagingProfile => context.paging.profiles[path as PagedPath];
   const { maxPagesPerCall } = context.upstream;
+  const shape = context.upstream.answers[path];
   return {
     paging: context.paging,
     single: (params) => ({ kind: 'single', request: request(params) }),
     merchandiseIds: (productTypes) => merchandiseIds(productTypes, context.captions),
     sort: (legacy) => upstreamSort(legacy, context.mapping.sort),
-    window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall),
+    window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall, shape),
     allPages: (params, pageSize) => {
       const base = request(params);
-      return { kind: 'allPages', base, profile: profile(), pageSize, maxPages: maxPagesPerCall, first: pageRequest(base, profile(), 0, pageSize) };
+      return { kind: 'allPages', base, profile: profile(), pageSize, maxPages: maxPagesPerCall, first: pageRequest(base, profile(), 0, pageSize), shape };
     },
   };
 }
 
-function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingProfile, maxPages: number): Plan {
+function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingProfile, maxPages: number, shape: ItemsShape): Plan {
   const { offset, count } = window;
   if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(count) || offset < 0 || count < 0) {
     throw new TranslationError({ code: 'invalid_window', offset, count });
@@ -136,7 +140,7 @@ function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingPr
     throw new TranslationError({ code: 'window_page_cap', count: window.count, pageCount: run.pageCount, maxPages });
   }
   const requests = Array.from({ length: run.pageCount }, (_, i) => pageRequest(base, profile, run.firstPage + i, run.pageSize));
-  return { kind: 'window', window, run, requests };
+  return { kind: 'window', window, run, requests, shape };
 }
 
 /**
