@@ -24,7 +24,8 @@ export async function start(config: Config, logger: Logger): Promise<Running> {
   if (config.upstream.baseUrl === null) {
     demo = await startDemoUpstream(config);
     effective = { ...config, upstream: { ...config.upstream, baseUrl: demo.url, appKey: config.upstream.appKey ?? DEMO_APP_KEY } };
-    logger.info({ event: 'demo_upstream', upstream: demo.url }, `No upstream configured: using the embedded demo upstream at ${demo.url}`);
+    // Every start says so, at warn: a proxy answering real clients from the demo catalog must be seen.
+    logger.warn({ event: 'demo_upstream', upstream: demo.url }, `No upstream configured: using the embedded demo upstream at ${demo.url}`);
   } else {
     const upstream = redactUrl(config.upstream.baseUrl);
     logger.info({ event: 'upstream', upstream }, `Upstream: ${upstream}`);

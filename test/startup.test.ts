@@ -58,6 +58,7 @@ describe('npm start', () => {
     const exit = await run({}, async (lines, kill) => {
       const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
       expect(first.event).toBe('demo_upstream');
+      expect(first.level).toBe(40);
       expect(first.msg).toMatch(/^No upstream configured: using the embedded demo upstream at http:\/\/127\.0\.0\.1:\d+$/);
       const listening = await nextEvent(lines, 'listening');
       const response = await fetch(`${String(listening.address)}/index.asmx/Search?query=dog&apiKey=never-logged-key`);
