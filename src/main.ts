@@ -1,4 +1,4 @@
-import { destination, pino, type Logger } from 'pino';
+import { destination, pino, stdTimeFunctions, type Logger } from 'pino';
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
 import { buildApp } from './server/app.js';
@@ -18,7 +18,8 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function start(config: Config, logger: Logger): Promise<Running> {
+/** `hitLogger` takes the deprecation hits; `logger` when not given. */
+export async function start(config: Config, logger: Logger, hitLogger: Logger = logger): Promise<Running> {
   let demo: DemoUpstream | undefined;
   let effective = config;
   if (config.upstream.baseUrl === null) {
@@ -31,7 +32,7 @@ export async function start(config: Config, logger: Logger): Promise<Running> {
     logger.info({ event: 'upstream', upstream }, `Upstream: ${upstream}`);
   }
 
-  const { fastify } = await buildApp(effective, { logger });
+  const { fastify } = await buildApp(effective, { logger, hitLogger });
   const address = await fastify.listen({ host: config.server.host, port: config.server.port });
   logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${config.server.servicePath}`);
   return {
@@ -44,12 +45,16 @@ export async function start(config: Config, logger: Logger): Promise<Running> {
   };
 }
 
+/** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */
+const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: (label: string) => ({ level: label }) } };
+
 /**
- * JSON lines on stdout, written in the background so that no call waits for its hit to reach the
- * terminal or the log shipper: lines that pile up while a write is under way go out together.
+ * JSON lines on stdout (or into the file `file`), written in the background so that no call waits
+ * for its hit to reach the terminal or the log shipper: lines that pile up while a write is under way
+ * go out together.
  */
-export function createLogger(level: Config['log']['level']): Logger {
-  return pino({ level }, destination({ dest: 1, sync: false }));
+export function createLogger(level: Config['log']['level'], file: string | null = null): Logger {
+  return pino({ level, ...LINE_FORMAT }, destination({ dest: file ?? 1, sync: false, mkdir: true }));
 }
 
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
@@ -63,8 +68,10 @@ export async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createLogger(config.log.level);
-  /** Exits once the log lines written so far are out: the destination writes in the background. */
-  const exit = (code: number): void => logger.flush(() => process.exit(code));
+  // The hits are the migration's record: LOG_LEVEL does not switch them off.
+  const hitLogger = createLogger('info', config.log.hitsFile);
+  /** Exits once the log lines written so far are out: the destinations write in the background. */
+  const exit = (code: number): void => hitLogger.flush(() => logger.flush(() => process.exit(code)));
 
   // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;
@@ -89,6 +96,6 @@ export async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  const startup = start(config, logger);
+  const startup = start(config, logger, hitLogger);
   await startup;
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -45,6 +46,28 @@ function run(env: NodeJS.ProcessEnv, whileRunning?: (lines: AsyncIterator<string
   })();
 }
 
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Until the proxy answers on `port` (its own line saying so is below the level asked for). */
+async function waitForServer(port: number): Promise<void> {
+  for (let tries = 0; tries < 100; tries++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/healthz`);
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  throw new Error(`nothing answers on port ${port}`);
+}
+
 async function nextEvent(lines: AsyncIterator<string>, event: string): Promise<Record<string, unknown>> {
   for (let line = await lines.next(); !line.done; line = await lines.next()) {
     const entry = JSON.parse(line.value) as Record<string, unknown>;
@@ -58,7 +81,8 @@ describe('npm start', () => {
     const exit = await run({}, async (lines, kill) => {
       const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
       expect(first.event).toBe('demo_upstream');
-      expect(first.level).toBe(40);
+      expect(first.level).toBe('warn');
+      expect(first.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       expect(first.msg).toMatch(/^No upstream configured: using the embedded demo upstream at http:\/\/127\.0\.0\.1:\d+$/);
       const listening = await nextEvent(lines, 'listening');
       const response = await fetch(`${String(listening.address)}/index.asmx/Search?query=dog&apiKey=never-logged-key`);
@@ -71,6 +95,39 @@ describe('npm start', () => {
     });
     expect(exit.code).toBe(0);
     expect(exit.stdout.join('\n')).not.toContain('never-logged-key');
+  });
+
+  it('logs every hit whatever LOG_LEVEL says, with a request id its upstream failures share', async () => {
+    const port = await freePort();
+    const exit = await run({ UPSTREAM_URL: 'http://127.0.0.1:9/api', LOG_LEVEL: 'warn', PORT: String(port) }, async (lines, kill) => {
+      await waitForServer(port);
+      expect((await fetch(`http://127.0.0.1:${port}/index.asmx/Search?query=dog`)).status).toBe(500);
+      const failure = await nextEvent(lines, 'upstream_failure');
+      const hit = await nextEvent(lines, 'deprecated_call');
+      expect(hit).toMatchObject({ level: 'info', operation: 'Search', outcome: 'fault', reason: 'upstream_unreachable' });
+      expect(hit.requestId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(failure).toMatchObject({ level: 'warn', requestId: hit.requestId, code: 'ECONNREFUSED' });
+      expect(failure.durationMs).toBeTypeOf('number');
+      kill();
+    });
+    expect(exit.code).toBe(0);
+    // LOG_LEVEL=warn: no info line but the hits.
+    expect(exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.level === 'info').map((line) => line.event)).toEqual(['deprecated_call']);
+  });
+
+  it('writes the hits to log.hitsFile when one is named', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-hits-'));
+    const file = join(dir, 'proxy.json');
+    writeFileSync(file, JSON.stringify({ log: { hitsFile: join(dir, 'hits', 'hits.log') } }));
+    const exit = await run({ CONFIG_FILE: file }, async (lines, kill) => {
+      const listening = await nextEvent(lines, 'listening');
+      expect((await fetch(`${String(listening.address)}/index.asmx/Search?query=dog`)).status).toBe(200);
+      kill();
+    });
+    expect(exit.code).toBe(0);
+    const hits = readFileSync(join(dir, 'hits', 'hits.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(hits).toMatchObject([{ event: 'deprecated_call', operation: 'Search', outcome: 'ok' }]);
+    expect(exit.stdout.join('\n')).not.toContain('deprecated_call');
   });
 
   it('uses UPSTREAM_URL instead of the demo upstream', async () => {

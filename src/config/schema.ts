@@ -120,6 +120,8 @@ export const ConfigSchema = Type.Object(
     }),
     log: section({
       level: oneOf(LOG_LEVELS, 'info'),
+      /** Where the deprecation hits go: `null` for stdout, else a file (appended to). */
+      hitsFile: nullable(Type.String({ minLength: 1 })),
     }),
   },
   { additionalProperties: false },

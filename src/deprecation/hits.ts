@@ -12,6 +12,8 @@ import type { UpstreamOutcome } from '../outbound/upstream.js';
  */
 
 export interface DeprecationHit {
+  /** The id of the request, shared with the lines about its upstream requests. */
+  readonly requestId: string;
   /** `unknown` when the request never named an operation that exists. */
   readonly operation: OperationName | 'unknown';
   /** `unknown` only when a binding failed to read the request at all (a defect). */
@@ -65,7 +67,11 @@ const SHED_WARNING_INTERVAL_MS = 10_000;
 /** From a cached page (5 ms) to a call that hits its deadline (the default callTimeoutMs is 30 s). */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
+/**
+ * `log` takes the operators' lines (upstream failures, shed summaries); `hitLog` the hits, a channel
+ * of their own that the operators' log level does not switch off.
+ */
+export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLogger = log): HitRecorder {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const calls = new Counter({
@@ -119,11 +125,11 @@ export function createHitRecorder(log: FastifyBaseLogger): HitRecorder {
         duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
       }
       const logged = { ...hit, legacyVersion: bounded(hit.legacyVersion), userAgent: bounded(hit.userAgent) };
-      log.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...logged }, `deprecated call ${hit.operation} (${hit.binding})`);
+      hitLog.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...logged }, `deprecated call ${hit.operation} (${hit.binding})`);
     },
     close: warnShed,
     observeUpstream(outcome) {
-      upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.seconds);
+      upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.durationMs / 1000);
       // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.
       if (outcome.outcome !== 'ok' && outcome.outcome !== 'cancelled') log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
     },

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.js';
 import { requestUrl, servicePathOf } from '../server/http.js';
@@ -17,6 +17,8 @@ declare module 'fastify' {
 export interface DeprecationOptions {
   readonly deprecation: Config['deprecation'];
   readonly servicePath: string;
+  /** Where the hits go; the app's own logger when not given. */
+  readonly hitLogger?: FastifyBaseLogger;
 }
 
 /**
@@ -24,8 +26,8 @@ export interface DeprecationOptions {
  * answer from the service path, and `/metrics` for Prometheus.
  */
 export const deprecationPlugin = fp<DeprecationOptions>(
-  async (fastify, { deprecation, servicePath }) => {
-    const hits = createHitRecorder(fastify.log);
+  async (fastify, { deprecation, servicePath, hitLogger }) => {
+    const hits = createHitRecorder(fastify.log, hitLogger);
     const headers = deprecationHeaders(deprecation);
     fastify.decorate('hits', hits);
     fastify.addHook('onClose', async () => hits.close());

@@ -19,14 +19,19 @@ export interface UpstreamOutcome {
   /** `cancelled`: the call no longer wanted it (its caller left, or a sibling page failed). */
   readonly outcome: 'ok' | 'cancelled' | FailureReason;
   readonly status: number | null;
-  readonly seconds: number;
+  readonly durationMs: number;
   /** The system or undici error code behind a failure (`ECONNREFUSED`, …), for the operators' log. */
   readonly code: string | null;
+  /** The legacy call it was made for, as its deprecation hit names it. */
+  readonly requestId: string | null;
 }
 
 export interface Upstream {
-  /** `signal` aborts the request; a reason that is a CallError is what the fetch then throws. */
-  fetch(request: UpstreamRequest, signal?: AbortSignal): Promise<Page>;
+  /**
+   * `signal` aborts the request; a reason that is a CallError is what the fetch then throws.
+   * `requestId` names the legacy call in what is reported of the request.
+   */
+  fetch(request: UpstreamRequest, signal?: AbortSignal, requestId?: string): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -82,10 +87,10 @@ export function createUpstream(
   }
 
   return {
-    async fetch(request, signal) {
-      const started = process.hrtime.bigint();
+    async fetch(request, signal, requestId) {
+      const started = performance.now();
       const done = (outcome: UpstreamOutcome['outcome'], status: number | null, code: string | null): void =>
-        observe({ path: request.path, outcome, status, seconds: Number(process.hrtime.bigint() - started) / 1e9, code });
+        observe({ path: request.path, outcome, status, durationMs: Math.round((performance.now() - started) * 1000) / 1000, code, requestId: requestId ?? null });
       for (let tries = 0; ; tries++) {
         /** The HTTP status of this attempt's response; null while none has come. */
         let status: number | null = null;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from '../config.js';
@@ -22,6 +23,8 @@ export interface AppDependencies {
   /** Defaults to an undici pool for `config.upstream`, closed with the app. */
   readonly upstream?: Upstream;
   readonly logger?: FastifyBaseLogger;
+  /** The deprecation hits' own channel; `logger` when not given. */
+  readonly hitLogger?: FastifyBaseLogger;
 }
 
 export interface App {
@@ -50,6 +53,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     },
     trustProxy: config.server.trustProxy,
     return503OnClosing: true,
+    // Unique across instances and restarts: the id ties a hit to the lines about its upstream requests.
+    genReqId: () => randomUUID(),
     // Request URLs carry apiKey in the query string: the deprecation hit is the request log.
     logController: new LogController({ disableRequestLogging: true }),
     // A malformed %-escape in the path makes the router give up (FST_ERR_BAD_URL) before any hook.
@@ -79,7 +84,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     send(reply, known ?? errorPage(broken ? (error.statusCode as number) : 500, broken ? REQUEST_FORMAT_UNRECOGNIZED : INTERNAL_ERROR));
   });
 
-  await fastify.register(deprecationPlugin, { deprecation: config.deprecation, servicePath });
+  await fastify.register(deprecationPlugin, { deprecation: config.deprecation, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
   await fastify.register(callRunnerPlugin, { config, ...(deps.upstream ? { upstream: deps.upstream } : {}) });
   await fastify.register(descriptionsPlugin, { server: config.server, service: config.service });
   await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });

@@ -56,6 +56,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
       const caller = read?.ok ? callerOf(read.call) : { apiKey: null, version: null };
       fastify.hits.record({
+        requestId: String(request.id),
         operation: operation?.name ?? 'unknown',
         binding: read?.binding ?? 'unknown',
         client: clientFingerprint(caller.apiKey, config.deprecation.clientIdKey),
@@ -102,7 +103,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       const counted: Fetcher = {
         fetch: (upstreamRequest: UpstreamRequest, signal?: AbortSignal) => {
           upstreamRequests++;
-          return upstream.fetch(upstreamRequest, signal);
+          return upstream.fetch(upstreamRequest, signal, String(request.id));
         },
       };
 
