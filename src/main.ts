@@ -39,6 +39,9 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     url: address,
     demo,
     async stop() {
+      // `/readyz` fails first, so that a load balancer stops sending calls before the listener closes.
+      fastify.startDraining();
+      if (config.server.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.server.drainDelayMs));
       await fastify.close();
       await demo?.close();
     },
@@ -76,13 +79,17 @@ export async function main(): Promise<void> {
   // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: the operator does not want to wait.
+      logger.warn({ event: 'stop_forced', signal }, `${signal} again: stopping now`);
+      return exit(1);
+    }
     stopping = true;
-    logger.info({ event: 'stopping', signal }, `${signal}: finishing requests in flight, then stopping`);
+    logger.info({ event: 'stopping', signal }, `${signal}: draining for ${config.server.drainDelayMs} ms, finishing requests in flight, then stopping`);
     const deadline = setTimeout(() => {
       logger.warn({ event: 'stop_timeout' }, 'Requests still in flight after the grace period; stopping anyway');
       exit(1);
-    }, config.server.shutdownGraceMs);
+    }, config.server.drainDelayMs + config.server.shutdownGraceMs);
     deadline.unref();
     startup
       .then((running) => running.stop())

@@ -322,6 +322,27 @@ describe('the elements of the upstream answers are configuration', () => {
   });
 });
 
+describe('readiness', () => {
+  it('/readyz is ready while the upstream answers, checked at most every few seconds', async () => {
+    const up = await upstream((_req, res) => res.writeHead(404).end());
+    const proxy = await proxyTo(up.origin);
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${proxy}/readyz`);
+      expect([response.status, await response.json()]).toEqual([200, { status: 'ready' }]);
+    }
+    expect(up.requests.map((request) => request.method)).toEqual(['HEAD']);
+  });
+
+  it('/readyz is 503 while the upstream cannot be reached; /healthz still 200', async () => {
+    const dead = await upstream(never);
+    await dead.close();
+    const proxy = await proxyTo(dead.origin, { upstream: { connectTimeoutMs: 500 } });
+    const response = await fetch(`${proxy}/readyz`);
+    expect([response.status, await response.json()]).toEqual([503, { status: 'upstream unreachable' }]);
+    expect((await fetch(`${proxy}/healthz`)).status).toBe(200);
+  });
+});
+
 describe('hostile input', () => {
   const envelope = (version: '1.1' | '1.2', op: string): string =>
     `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}"><soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;

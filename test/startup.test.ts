@@ -130,6 +130,35 @@ describe('npm start', () => {
     expect(exit.stdout.join('\n')).not.toContain('deprecated_call');
   });
 
+  it('on SIGTERM fails /readyz for server.drainDelayMs while still serving, then stops; a second signal stops at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-drain-'));
+    const file = join(dir, 'proxy.json');
+    writeFileSync(file, JSON.stringify({ server: { drainDelayMs: 1500 } }));
+    const drained = await run({ CONFIG_FILE: file }, async (lines, kill) => {
+      const { address } = await nextEvent(lines, 'listening');
+      const ready = await fetch(`${String(address)}/readyz`);
+      expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready' }]);
+      kill();
+      await nextEvent(lines, 'stopping');
+      const draining = await fetch(`${String(address)}/readyz`);
+      expect([draining.status, await draining.json()]).toEqual([503, { status: 'draining' }]);
+      expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(200);
+      expect((await fetch(`${String(address)}/healthz`)).status).toBe(200);
+    });
+    expect(drained.code).toBe(0);
+
+    writeFileSync(file, JSON.stringify({ server: { drainDelayMs: 60_000 } }));
+    const started = performance.now();
+    const forced = await run({ CONFIG_FILE: file }, async (lines, kill) => {
+      await nextEvent(lines, 'listening');
+      kill();
+      await nextEvent(lines, 'stopping');
+      kill();
+    });
+    expect(forced.code).toBe(1);
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
   it('uses UPSTREAM_URL instead of the demo upstream', async () => {
     const exit = await run({ UPSTREAM_URL: 'http://127.0.0.1:9/api' }, async (lines, kill) => {
       const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;

@@ -60,6 +60,8 @@ export const ConfigSchema = Type.Object(
       bodyLimitBytes: integer(1024, 64 * 1024 * 1024, 1_048_576),
       requestTimeoutMs: integer(1000, MAX_TIMEOUT_MS, 60_000),
       shutdownGraceMs: integer(0, MAX_TIMEOUT_MS, 35_000),
+      /** On SIGTERM, how long `/readyz` fails before the listener closes (a load balancer's probe interval). */
+      drainDelayMs: integer(0, MAX_TIMEOUT_MS, 0),
       /** Legacy calls answered at once; more are shed with 503 "Server Too Busy". */
       maxConcurrentCalls: integer(1, 100_000, 64),
       /** The `Retry-After` of a shed call. */

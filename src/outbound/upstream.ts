@@ -32,6 +32,8 @@ export interface Upstream {
    * `requestId` names the legacy call in what is reported of the request.
    */
   fetch(request: UpstreamRequest, signal?: AbortSignal, requestId?: string): Promise<Page>;
+  /** Whether the upstream answers at all (any HTTP status), within the connect timeout. */
+  reachable(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -108,6 +110,21 @@ export function createUpstream(
           done(cancelled ? 'cancelled' : failure.reason, status, code === '' ? null : code);
           throw failure;
         }
+      }
+    },
+    async reachable() {
+      try {
+        const { body } = await agent.request({
+          origin: base.origin,
+          method: 'HEAD',
+          path: basePath === '' ? '/' : basePath,
+          headers,
+          signal: AbortSignal.timeout(upstream.connectTimeoutMs),
+        });
+        await body.dump();
+        return true;
+      } catch {
+        return false;
       }
     },
     async close() {

@@ -7,10 +7,11 @@ import type { HitRecorder } from '../deprecation/hits.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
 import { callBindings } from '../inbound/bindings.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
-import type { Upstream } from '../outbound/upstream.js';
+import { createUpstream, type Upstream } from '../outbound/upstream.js';
 import { callRunnerPlugin } from './call-runner.js';
 import { descriptionsPlugin } from './descriptions.js';
 import { dispatcherPlugin } from './dispatcher.js';
+import { healthPlugin } from './health.js';
 import { requestUrl, send, servicePathOf } from './http.js';
 
 /**
@@ -31,6 +32,9 @@ export interface App {
   readonly fastify: FastifyInstance;
   readonly hits: HitRecorder;
 }
+
+/** Readiness probes come every few seconds from each load balancer: one upstream check serves them all. */
+const READINESS_CACHE_MS = 5000;
 
 /** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
 const FASTIFY_ERROR_ANSWERS: Readonly<Record<string, Answer>> = {
@@ -85,9 +89,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
 
   await fastify.register(deprecationPlugin, { deprecation: config.deprecation, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
-  await fastify.register(callRunnerPlugin, { config, ...(deps.upstream ? { upstream: deps.upstream } : {}) });
+  const upstream = deps.upstream ?? createUpstream(config.upstream, (outcome) => fastify.hits.observeUpstream(outcome));
+  if (!deps.upstream) fastify.addHook('onClose', async () => upstream.close());
+  await fastify.register(healthPlugin, { upstreamReachable: () => upstream.reachable(), cacheMs: READINESS_CACHE_MS });
+  await fastify.register(callRunnerPlugin, { config, upstream });
   await fastify.register(descriptionsPlugin, { server: config.server, service: config.service });
   await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });
-  fastify.get('/healthz', async () => ({ status: 'ok' }));
   return { fastify, hits: fastify.hits };
 }

@@ -8,7 +8,7 @@ import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { INTERNAL_ERROR, SERVER_TOO_BUSY } from '../messages.js';
 import { callerOf } from '../operations.js';
 import { createCallAnswerer } from '../call.js';
-import { createUpstream, type Fetcher, type Upstream } from '../outbound/upstream.js';
+import type { Fetcher, Upstream } from '../outbound/upstream.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 import { send } from './http.js';
 
@@ -28,8 +28,7 @@ interface Outcome<W> {
 
 export interface CallRunnerOptions {
   readonly config: Config;
-  /** Defaults to an undici pool for `config.upstream`, closed with the app. */
-  readonly upstream?: Upstream;
+  readonly upstream: Upstream;
 }
 
 /**
@@ -41,8 +40,7 @@ export interface CallRunnerOptions {
 export const callRunnerPlugin = fp<CallRunnerOptions>(
   async (fastify, options) => {
     const { config } = options;
-    const upstream = options.upstream ?? createUpstream(config.upstream, fastify.hits.observeUpstream);
-    if (!options.upstream) fastify.addHook('onClose', async () => upstream.close());
+    const { upstream } = options;
     const answerCall = createCallAnswerer(config);
     let callsInFlight = 0;
 
