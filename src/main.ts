@@ -32,9 +32,13 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     logger.info({ event: 'upstream', upstream }, `Upstream: ${upstream}`);
   }
 
-  const { fastify } = await buildApp(effective, { logger, hitLogger });
+  const { fastify, admin } = await buildApp(effective, { logger, hitLogger });
   const address = await fastify.listen({ host: config.server.host, port: config.server.port });
   logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${config.server.servicePath}`);
+  if (admin && config.server.adminPort !== null) {
+    const adminAddress = await admin.listen({ host: config.server.host, port: config.server.adminPort });
+    logger.info({ event: 'admin_listening', address: adminAddress }, `Health and metrics on ${adminAddress}`);
+  }
   return {
     url: address,
     demo,

@@ -333,6 +333,21 @@ describe('readiness', () => {
     expect(up.requests.map((request) => request.method)).toEqual(['HEAD']);
   });
 
+  it('with server.adminPort, /healthz, /readyz and /metrics are there and not on the service port', async () => {
+    const up = await upstream((_req, res) => res.writeHead(404).end());
+    const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: up.origin, appKey: 'k' }, server: { adminPort: 0 } });
+    const app = await buildApp(config, { logger: pino({ level: 'silent' }) });
+    const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
+    cleanups.push(() => app.fastify.close());
+    expect((await fetch(`${proxy}/index.asmx/Search?query=x`)).status).toBe(500);
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      expect((await fetch(`${proxy}${path}`)).status).toBe(404);
+      expect((await fetch(`${admin}${path}`)).status).toBe(200);
+    }
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="fault"\} 1$/m);
+  });
+
   it('/readyz is 503 while the upstream cannot be reached; /healthz still 200', async () => {
     const dead = await upstream(never);
     await dead.close();

@@ -66,6 +66,8 @@ export const ConfigSchema = Type.Object(
       maxConcurrentCalls: integer(1, 100_000, 64),
       /** The `Retry-After` of a shed call. */
       retryAfterSeconds: integer(1, 3600, 5),
+      /** A port of its own for `/healthz`, `/readyz` and `/metrics` (on `host`); `null`: the service's port. */
+      adminPort: nullable(Type.Integer({ minimum: 0, maximum: 65535 })),
     }),
     service: section({
       namespace: text('http://tempuri.org/'),

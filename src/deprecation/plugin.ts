@@ -22,8 +22,8 @@ export interface DeprecationOptions {
 }
 
 /**
- * Deprecation signals and metrics: the hit recorder every call reports to, the headers on every
- * answer from the service path, and `/metrics` for Prometheus.
+ * Deprecation signals and metrics: the hit recorder every call reports to (its registry is what
+ * `/metrics` serves, src/server/operator.ts), and the headers on every answer from the service path.
  */
 export const deprecationPlugin = fp<DeprecationOptions>(
   async (fastify, { deprecation, servicePath, hitLogger }) => {
@@ -37,10 +37,6 @@ export const deprecationPlugin = fp<DeprecationOptions>(
       if (servicePathOf(requestUrl(request.url).pathname, servicePath) !== null) reply.headers(headers);
     });
     fastify.addHook('onSend', async (request, reply) => fastify.addDeprecationHeaders(request, reply));
-    fastify.get('/metrics', async (_request, reply) => {
-      reply.header('content-type', hits.registry.contentType);
-      return hits.registry.metrics();
-    });
   },
   { name: 'deprecation', fastify: '5.x' },
 );

@@ -12,6 +12,7 @@ import { callRunnerPlugin } from './call-runner.js';
 import { descriptionsPlugin } from './descriptions.js';
 import { dispatcherPlugin } from './dispatcher.js';
 import { healthPlugin } from './health.js';
+import { operatorRoutes } from './operator.js';
 import { requestUrl, send, servicePathOf } from './http.js';
 
 /**
@@ -31,6 +32,8 @@ export interface AppDependencies {
 export interface App {
   readonly fastify: FastifyInstance;
   readonly hits: HitRecorder;
+  /** `/healthz`, `/readyz` and `/metrics` alone, when `server.adminPort` is set; else they are on `fastify`. */
+  readonly admin: FastifyInstance | null;
 }
 
 /** Readiness probes come every few seconds from each load balancer: one upstream check serves them all. */
@@ -94,6 +97,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   await fastify.register(healthPlugin, { upstreamReachable: () => upstream.reachable(), cacheMs: READINESS_CACHE_MS });
   await fastify.register(callRunnerPlugin, { config, upstream });
   await fastify.register(descriptionsPlugin, { server: config.server, service: config.service });
+  const operator = { hits: fastify.hits, readiness: () => fastify.readiness() };
+  const admin = config.server.adminPort === null ? null : Fastify({ loggerInstance: fastify.log, logController: new LogController({ disableRequestLogging: true }) });
+  // Registered before the dispatcher, whose catch-all route would otherwise take these paths.
+  await (admin ?? fastify).register(operatorRoutes, operator);
   await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });
-  return { fastify, hits: fastify.hits };
+  if (admin) fastify.addHook('onClose', async () => admin.close());
+  return { fastify, hits: fastify.hits, admin };
 }

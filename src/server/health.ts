@@ -4,8 +4,12 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** From now on `/readyz` answers 503, so that a load balancer stops sending calls here. */
     startDraining(): void;
+    /** What `/readyz` answers. */
+    readiness(): Promise<Readiness>;
   }
 }
+
+export type Readiness = { readonly ready: true; readonly status: 'ready' } | { readonly ready: false; readonly status: 'draining' | 'upstream unreachable' };
 
 export interface HealthOptions {
   /** Whether the upstream answers at all. */
@@ -15,9 +19,9 @@ export interface HealthOptions {
 }
 
 /**
- * `/healthz`: the process is alive. `/readyz`: it should get calls: configuration loaded (it is, or
- * the process would not have started), the upstream reachable (checked at most once per `cacheMs`),
- * and not draining (docs/wire.md §10.6).
+ * Whether this instance should get calls: configuration loaded (it is, or the process would not have
+ * started), the upstream reachable (checked at most once per `cacheMs`), and not draining
+ * (docs/wire.md §10.6). The routes are in src/server/operator.ts.
  */
 export const healthPlugin = fp<HealthOptions>(
   async (fastify, { upstreamReachable, cacheMs }) => {
@@ -30,11 +34,9 @@ export const healthPlugin = fp<HealthOptions>(
     fastify.decorate('startDraining', () => {
       draining = true;
     });
-    fastify.get('/healthz', async () => ({ status: 'ok' }));
-    fastify.get('/readyz', async (_request, reply) => {
-      if (draining) return reply.code(503).send({ status: 'draining' });
-      if (!(await reachable())) return reply.code(503).send({ status: 'upstream unreachable' });
-      return { status: 'ready' };
+    fastify.decorate('readiness', async (): Promise<Readiness> => {
+      if (draining) return { ready: false, status: 'draining' };
+      return (await reachable()) ? { ready: true, status: 'ready' } : { ready: false, status: 'upstream unreachable' };
     });
   },
   { name: 'health', fastify: '5.x' },
