@@ -1,11 +1,11 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { loadConfig } from '../src/config.js';
 import { catalogOptions, generateCatalog } from '../src/demo/catalog.js';
+import { PINNING, RESULTS, startServer, type Server } from './children.js';
 
 /**
  * `npm run bench`: the proxy against (a) a bare fastify + undici passthrough with the same bytes and
@@ -27,45 +27,6 @@ const STORE_PAGES = 10;
 /** Enough that the largest store spans several pages and a Search for everything fills a 60-item page. */
 const BENCH_DESIGNS = 1200;
 const NS = 'http://tempuri.org/';
-const here = dirname(fileURLToPath(import.meta.url));
-const SERVERS = join(here, 'servers.js');
-const RESULTS = join(here, '..', '..', 'bench', 'results');
-const PINNING = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && cpus().length >= 2;
-
-// --- Servers in child processes --------------------------------------------------------------------
-
-interface Usage {
-  readonly cpuMs: number;
-  /** Live heap after a full collection. */
-  readonly heapMiB: number;
-  readonly maxRssMiB: number;
-}
-
-interface Server {
-  readonly url: string;
-  usage(): Promise<Usage>;
-  stop(): void;
-}
-
-async function startServer(kind: string, core: number, options: object): Promise<Server> {
-  const args = ['--expose-gc', SERVERS, kind, JSON.stringify(options)];
-  const child: ChildProcess = PINNING
-    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once('message', (message) => resolve((message as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`${kind} exited with ${code}`)));
-  });
-  return {
-    url,
-    usage: () =>
-      new Promise<Usage>((resolve) => {
-        child.once('message', (message) => resolve(message as Usage));
-        child.send('usage');
-      }),
-    stop: () => child.kill(),
-  };
-}
 
 // --- Scenarios -------------------------------------------------------------------------------------
 

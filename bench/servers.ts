@@ -120,6 +120,7 @@ process.on('message', (message) => {
   const cpu = process.cpuUsage();
   // Live heap after a full collection: what grows if something leaks (RSS also follows the allocator).
   globalThis.gc?.();
-  process.send?.({ cpuMs: (cpu.user + cpu.system) / 1000, heapMiB: process.memoryUsage().heapUsed / 2 ** 20, maxRssMiB: process.resourceUsage().maxRSS / 1024 });
+  const { heapUsed, rss } = process.memoryUsage();
+  process.send?.({ cpuMs: (cpu.user + cpu.system) / 1000, heapMiB: heapUsed / 2 ** 20, rssMiB: rss / 2 ** 20, maxRssMiB: process.resourceUsage().maxRSS / 1024 });
 });
 process.send({ url, ns: NS });

@@ -1,0 +1,46 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The servers of bench/servers.ts in child processes, for `npm run bench` and `npm run soak`. */
+
+const here = dirname(fileURLToPath(import.meta.url));
+const SERVERS = join(here, 'servers.js');
+export const RESULTS = join(here, '..', '..', 'bench', 'results');
+/** Whether servers can be pinned to a core of their own (Linux with taskset, two cores or more). */
+export const PINNING = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && cpus().length >= 2;
+
+export interface Usage {
+  readonly cpuMs: number;
+  /** Live heap after a full collection. */
+  readonly heapMiB: number;
+  readonly rssMiB: number;
+  readonly maxRssMiB: number;
+}
+
+export interface Server {
+  readonly url: string;
+  usage(): Promise<Usage>;
+  stop(): void;
+}
+
+export async function startServer(kind: string, core: number, options: object): Promise<Server> {
+  const args = ['--expose-gc', SERVERS, kind, JSON.stringify(options)];
+  const child: ChildProcess = PINNING
+    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+    : spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`${kind} exited with ${code}`)));
+  });
+  return {
+    url,
+    usage: () =>
+      new Promise<Usage>((resolve) => {
+        child.once('message', (message) => resolve(message as Usage));
+        child.send('usage');
+      }),
+    stop: () => child.kill(),
+  };
+}

@@ -1,0 +1,102 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { PINNING, RESULTS, startServer, type Usage } from './children.js';
+
+/**
+ * `npm run soak -- --minutes 10 --rate 200`: mixed traffic over every operation and binding at a
+ * steady rate, against the proxy (its own core) and the cached demo upstream; reports errors, latency
+ * percentiles and the proxy's memory over time, to the terminal and bench/results/soak.{json,md}.
+ * Exits non-zero on any unexpected answer or if resident memory grew by 10 % or more.
+ */
+
+const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, rate: { type: 'string', default: '200' } } });
+const MINUTES = Number(values.minutes);
+const RATE = Number(values.rate);
+const SAMPLE_SECONDS = 15;
+const NS = 'http://tempuri.org/';
+
+type Request = { readonly method: 'GET' | 'POST'; readonly path: string; readonly headers?: Record<string, string>; readonly body?: string };
+
+function soap(version: '1.1' | '1.2', op: string, params: string): Request {
+  const ns = version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope';
+  const headers: Record<string, string> =
+    version === '1.1' ? { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${NS}${op}"` } : { 'content-type': `application/soap+xml; charset=utf-8; action="${NS}${op}"` };
+  return { method: 'POST', path: '/index.asmx', headers, body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${ns}"><soap:Body><${op} xmlns="${NS}">${params}</${op}></soap:Body></soap:Envelope>` };
+}
+
+const form = (op: string, query: string): Request => ({ method: 'POST', path: `/index.asmx/${op}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: query });
+const get = (op: string, query: string): Request => ({ method: 'GET', path: `/index.asmx/${op}?${query}` });
+
+/** Every operation on every binding, answered 200 by the demo catalog. */
+const CALLS: readonly Request[] = [
+  soap('1.1', 'Search', '<query>dog</query><apiKey>soak-1</apiKey>'),
+  soap('1.2', 'AdvancedSearch', '<query></query><productTypes>Mug,2</productTypes><startResults>41</startResults><maxResults>60</maxResults>'),
+  soap('1.1', 'StoreLookupPaged', '<storeId>teeshack</storeId><pageIndex>1</pageIndex><pageSize>25</pageSize>'),
+  soap('1.2', 'StoreLookup', '<storeId>dogdaycafe</storeId>'),
+  soap('1.1', 'ProductLookup', '<productNumber>1</productNumber>'),
+  get('Search', 'query=cat&apiKey=soak-2'),
+  get('AdvancedSearch', 'query=&sort=by-date-desc&startResults=0&maxResults=20'),
+  get('StoreLookup', 'storeId=pixelpress'),
+  form('StoreLookupPaged', 'storeId=spayneuter&pageIndex=0&pageSize=30'),
+  form('ProductLookup', 'productNumber=2&apiKey=soak-3'),
+  form('Search', 'query=mug'),
+];
+
+async function main(): Promise<void> {
+  if (PINNING) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
+  const upstream = await startServer('upstream', 0, { designs: 1200 });
+  const proxy = await startServer('proxy', 1, { upstream: upstream.url });
+  const samples: (Usage & { readonly minute: number })[] = [];
+  const started = performance.now();
+  const sample = async (): Promise<void> => {
+    samples.push({ ...(await proxy.usage()), minute: (performance.now() - started) / 60_000 });
+  };
+  await sample();
+  const sampler = setInterval(() => void sample(), SAMPLE_SECONDS * 1000);
+  const result = await autocannon({
+    url: proxy.url,
+    requests: CALLS.map((call) => ({ method: call.method, path: call.path, ...(call.headers ? { headers: call.headers } : {}), ...(call.body ? { body: call.body } : {}) })),
+    connections: 16,
+    overallRate: RATE,
+    duration: MINUTES * 60,
+  });
+  clearInterval(sampler);
+  await sample();
+  proxy.stop();
+  upstream.stop();
+
+  // The first sample is before any load: growth counts from the first one under load.
+  const loaded = samples.slice(1);
+  const first = loaded[0] as Usage;
+  const last = loaded[loaded.length - 1] as Usage;
+  const report = {
+    minutes: MINUTES,
+    rate: RATE,
+    requests: result.requests.total,
+    unexpected: result.non2xx + result.errors + result.timeouts,
+    latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    rssGrowth: last.rssMiB / first.rssMiB - 1,
+    heapGrowth: last.heapMiB / first.heapMiB - 1,
+    samples: samples.map((s) => ({ minute: Number(s.minute.toFixed(2)), rssMiB: Math.round(s.rssMiB), heapMiB: Number(s.heapMiB.toFixed(1)) })),
+  };
+  const markdown = [
+    `Soak of ${new Date().toISOString().slice(0, 10)}: ${MINUTES} min at ${RATE} req/s over ${CALLS.length} calls (every operation, every binding), node ${process.version}.`,
+    '',
+    `| requests | unexpected answers | p50 ms | p90 ms | p99 ms | max ms | RSS growth | live heap growth |`,
+    '|---|---|---|---|---|---|---|---|',
+    `| ${report.requests} | ${report.unexpected} | ${report.latencyMs.p50} | ${report.latencyMs.p90} | ${report.latencyMs.p99} | ${report.latencyMs.max} | ${(report.rssGrowth * 100).toFixed(1)} % | ${(report.heapGrowth * 100).toFixed(1)} % |`,
+    '',
+    `Resident memory (MiB) every ${SAMPLE_SECONDS} s: ${report.samples.map((s) => s.rssMiB).join(', ')}.`,
+    '',
+  ].join('\n');
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(join(RESULTS, 'soak.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(RESULTS, 'soak.md'), markdown);
+  process.stdout.write(markdown);
+  if (report.unexpected > 0 || report.rssGrowth >= 0.1) process.exitCode = 1;
+}
+
+await main();
