@@ -6,6 +6,7 @@ import autocannon from 'autocannon';
 import { loadConfig } from '../src/config.js';
 import { catalogOptions, generateCatalog } from '../src/demo/catalog.js';
 import { PINNING, RESULTS, startServer, type Server } from './children.js';
+import { soapCall, type BenchRequest } from './requests.js';
 
 /**
  * `npm run bench`: the proxy against (a) a bare fastify + undici passthrough with the same bytes and
@@ -26,61 +27,39 @@ const STORE_DELAY_MS = 20;
 const STORE_PAGES = 10;
 /** Enough that the largest store spans several pages and a Search for everything fills a 60-item page. */
 const BENCH_DESIGNS = 1200;
-const NS = 'http://tempuri.org/';
 
 // --- Scenarios -------------------------------------------------------------------------------------
-
-interface Request {
-  readonly path: string;
-  readonly method?: 'GET' | 'POST';
-  readonly headers?: Record<string, string>;
-  readonly body?: string;
-}
 
 interface Scenario {
   readonly name: string;
   readonly server: 'passthrough' | 'facade' | 'proxy';
-  readonly request: Request;
+  readonly request: BenchRequest;
   /** One connection: a latency scenario, not a throughput one. */
   readonly sequential?: boolean;
 }
-
-const soap11 = (op: string, params: string): Request => ({
-  path: '/index.asmx',
-  method: 'POST',
-  headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${NS}${op}"` },
-  body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><${op} xmlns="${NS}">${params}</${op}></soap:Body></soap:Envelope>`,
-});
-
-const soap12 = (op: string, params: string): Request => ({
-  path: '/index.asmx',
-  method: 'POST',
-  headers: { 'content-type': `application/soap+xml; charset=utf-8; action="${NS}${op}"` },
-  body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope"><soap:Body><${op} xmlns="${NS}">${params}</${op}></soap:Body></soap:Envelope>`,
-});
 
 /** Search for everything: the upstream's first page of 60 items, about 125 KB. */
 const SEARCH = '<query></query>';
 
 function scenarios(storeId: string, storePageSize: number): Scenario[] {
   return [
-    { name: '(a) passthrough: SOAP 1.1 Search', server: 'passthrough', request: soap11('Search', SEARCH) },
-    { name: '(b) soap facade: SOAP 1.1 Search', server: 'facade', request: soap11('Search', SEARCH) },
-    { name: 'proxy: SOAP 1.1 Search', server: 'proxy', request: soap11('Search', SEARCH) },
-    { name: 'proxy: SOAP 1.2 Search', server: 'proxy', request: soap12('Search', SEARCH) },
-    { name: 'proxy: HTTP GET Search', server: 'proxy', request: { path: '/index.asmx/Search?query=' } },
+    { name: '(a) passthrough: SOAP 1.1 Search', server: 'passthrough', request: soapCall('1.1', 'Search', SEARCH) },
+    { name: '(b) soap facade: SOAP 1.1 Search', server: 'facade', request: soapCall('1.1', 'Search', SEARCH) },
+    { name: 'proxy: SOAP 1.1 Search', server: 'proxy', request: soapCall('1.1', 'Search', SEARCH) },
+    { name: 'proxy: SOAP 1.2 Search', server: 'proxy', request: soapCall('1.2', 'Search', SEARCH) },
+    { name: 'proxy: HTTP GET Search', server: 'proxy', request: { method: 'GET', path: '/index.asmx/Search?query=' } },
     // The same 60 items as Search returns, but from two upstream pages of 34 (items 34 to 101).
-    { name: 'proxy: AdvancedSearch, 60 items over 2 pages', server: 'proxy', request: soap11('AdvancedSearch', '<startResults>41</startResults><maxResults>60</maxResults>') },
+    { name: 'proxy: AdvancedSearch, 60 items over 2 pages', server: 'proxy', request: soapCall('1.1', 'AdvancedSearch', '<startResults>41</startResults><maxResults>60</maxResults>') },
     {
       name: `proxy: StoreLookupPaged, 1 page at ${STORE_DELAY_MS} ms`,
       server: 'proxy',
-      request: { path: `/index.asmx/StoreLookupPaged?storeId=${storeId}&pageIndex=0&pageSize=${storePageSize}` },
+      request: { method: 'GET', path: `/index.asmx/StoreLookupPaged?storeId=${storeId}&pageIndex=0&pageSize=${storePageSize}` },
       sequential: true,
     },
     {
       name: `proxy: StoreLookup, ${STORE_PAGES} pages at ${STORE_DELAY_MS} ms`,
       server: 'proxy',
-      request: { path: `/index.asmx/StoreLookup?storeId=${storeId}` },
+      request: { method: 'GET', path: `/index.asmx/StoreLookup?storeId=${storeId}` },
       sequential: true,
     },
   ];
@@ -101,7 +80,7 @@ async function measure(base: string, server: Server, scenario: Scenario, rate?: 
   const { request } = scenario;
   const result = await autocannon({
     url: `${base}${request.path}`,
-    method: request.method ?? 'GET',
+    method: request.method,
     ...(request.headers ? { headers: request.headers } : {}),
     ...(request.body ? { body: request.body } : {}),
     connections: scenario.sequential ? 1 : CONNECTIONS,

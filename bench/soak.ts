@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { PINNING, RESULTS, startServer, type Usage } from './children.js';
+import { soapCall, type BenchRequest } from './requests.js';
 
 /**
  * `npm run soak -- --minutes 10 --rate 200`: mixed traffic over every operation and binding at a
@@ -16,27 +17,17 @@ const { values } = parseArgs({ options: { minutes: { type: 'string', default: '1
 const MINUTES = Number(values.minutes);
 const RATE = Number(values.rate);
 const SAMPLE_SECONDS = 15;
-const NS = 'http://tempuri.org/';
 
-type Request = { readonly method: 'GET' | 'POST'; readonly path: string; readonly headers?: Record<string, string>; readonly body?: string };
-
-function soap(version: '1.1' | '1.2', op: string, params: string): Request {
-  const ns = version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope';
-  const headers: Record<string, string> =
-    version === '1.1' ? { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${NS}${op}"` } : { 'content-type': `application/soap+xml; charset=utf-8; action="${NS}${op}"` };
-  return { method: 'POST', path: '/index.asmx', headers, body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${ns}"><soap:Body><${op} xmlns="${NS}">${params}</${op}></soap:Body></soap:Envelope>` };
-}
-
-const form = (op: string, query: string): Request => ({ method: 'POST', path: `/index.asmx/${op}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: query });
-const get = (op: string, query: string): Request => ({ method: 'GET', path: `/index.asmx/${op}?${query}` });
+const form = (op: string, query: string): BenchRequest => ({ method: 'POST', path: `/index.asmx/${op}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: query });
+const get = (op: string, query: string): BenchRequest => ({ method: 'GET', path: `/index.asmx/${op}?${query}` });
 
 /** Every operation on every binding, answered 200 by the demo catalog. */
-const CALLS: readonly Request[] = [
-  soap('1.1', 'Search', '<query>dog</query><apiKey>soak-1</apiKey>'),
-  soap('1.2', 'AdvancedSearch', '<query></query><productTypes>Mug,2</productTypes><startResults>41</startResults><maxResults>60</maxResults>'),
-  soap('1.1', 'StoreLookupPaged', '<storeId>teeshack</storeId><pageIndex>1</pageIndex><pageSize>25</pageSize>'),
-  soap('1.2', 'StoreLookup', '<storeId>dogdaycafe</storeId>'),
-  soap('1.1', 'ProductLookup', '<productNumber>1</productNumber>'),
+const CALLS: readonly BenchRequest[] = [
+  soapCall('1.1', 'Search', '<query>dog</query><apiKey>soak-1</apiKey>'),
+  soapCall('1.2', 'AdvancedSearch', '<query></query><productTypes>Mug,2</productTypes><startResults>41</startResults><maxResults>60</maxResults>'),
+  soapCall('1.1', 'StoreLookupPaged', '<storeId>teeshack</storeId><pageIndex>1</pageIndex><pageSize>25</pageSize>'),
+  soapCall('1.2', 'StoreLookup', '<storeId>dogdaycafe</storeId>'),
+  soapCall('1.1', 'ProductLookup', '<productNumber>1</productNumber>'),
   get('Search', 'query=cat&apiKey=soak-2'),
   get('AdvancedSearch', 'query=&sort=by-date-desc&startResults=0&maxResults=20'),
   get('StoreLookup', 'storeId=pixelpress'),

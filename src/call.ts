@@ -9,6 +9,9 @@ import type { Page } from './xml/compact.js';
 /** Answers a legacy call with its result, or rejects with the error the web method would have thrown. */
 export type CallAnswerer = (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => Promise<Page>;
 
+/** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
+const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
+
 /** Translate (pure), carry out the plan, assemble (pure): the middle of every call, whatever its binding. */
 export function createCallAnswerer(config: Config): CallAnswerer {
   const planner = createPlanner(config);
@@ -18,5 +21,3 @@ export function createCallAnswerer(config: Config): CallAnswerer {
   return async (call, upstream, signal) => executePlan(planner.plan(call), upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
 }
 
-/** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
-const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
