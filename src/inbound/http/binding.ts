@@ -1,12 +1,9 @@
 import type { Config } from '../../config.js';
 import { HttpBindingError } from '../../errors.js';
-import { indentedDocument } from '../../xml/compact.js';
-import { writeXmlDocument } from '../../xml/write.js';
-import { textError, xmlAnswer } from '../answer.js';
 import { percentDecode, queryCollection } from '../aspnet/url-decode.js';
 import type { Binding } from '../binding.js';
-import { exceptionMessage } from '../failure.js';
 import { bindHttpParameters, findHttpOperation, readForm } from './read.js';
+import { documentAnswer, errorTextAnswer } from './write.js';
 
 /**
  * The HTTP GET and HTTP POST bindings (docs/wire.md §6): `{verb} /index.asmx/{Op}`, parameters from
@@ -28,7 +25,7 @@ export function httpBinding(verb: 'GET' | 'POST', service: Config['service']): B
         return { ok: false, binding, operation: err.operation, error: err, wire: null };
       }
     },
-    write: (result) => xmlAnswer(result.type === 'compact' ? indentedDocument(result) : writeXmlDocument(result, { indent: true })),
-    writeError: (error) => textError(error instanceof HttpBindingError ? error.chain : [exceptionMessage(error)]),
+    write: documentAnswer,
+    writeError: errorTextAnswer,
   };
 }

@@ -1,0 +1,17 @@
+import { HttpBindingError } from '../../errors.js';
+import { indentedDocument, type Page } from '../../xml/compact.js';
+import { writeXmlDocument } from '../../xml/write.js';
+import { textError, xmlAnswer, type Answer } from '../answer.js';
+import { exceptionMessage } from '../failure.js';
+
+/** HTTP GET and POST answers as ASMX writes them (docs/wire.md §6.3, §6.4). */
+
+/** The result as an XML document: declaration, CRLF, two-space indentation. */
+export function documentAnswer(result: Page): Answer {
+  return xmlAnswer(result.type === 'compact' ? indentedDocument(result) : writeXmlDocument(result, { indent: true }));
+}
+
+/** A failure as a 500 plain-text message chain, each message HTML-encoded. */
+export function errorTextAnswer(error: unknown): Answer {
+  return textError(error instanceof HttpBindingError ? error.chain : [exceptionMessage(error)]);
+}
