@@ -83,12 +83,33 @@ type CommonParams = readonly [ParamSpec<'apiKey', 'string'>, ParamSpec<'version'
 
 // --- Operations ------------------------------------------------------------------------------------
 
+/**
+ * One line of an operation's parameter mapping, as the help pages, the WSDL documentation and the
+ * migration report show it to whoever moves a client over. `{page}` and `{size}` in `replacement`
+ * stand for the page parameters of the endpoint's paging profile (`parameterMapping` fills them in).
+ */
+export interface ParamMapping {
+  /** The legacy parameter(s), comma-separated. */
+  readonly legacy: string;
+  /** The replacement's parameter(s), comma-separated; empty when nothing replaces the legacy one. */
+  readonly replacement: string;
+  readonly note: string;
+}
+
+/** Every operation names its caller and version so (docs/upstream.md §1, §11.6, §11.7). */
+const COMMON_MAPPING: readonly ParamMapping[] = [
+  { legacy: 'apiKey', replacement: 'appKey', note: 'the application key of the caller' },
+  { legacy: 'version', replacement: 'v', note: 'the API version of the replacement endpoint, not of the legacy service' },
+];
+
 interface OperationShape {
   readonly params: readonly ParamSpec[];
   /** The replacement endpoint the deprecated operation maps onto. */
   readonly replacement: UpstreamPath;
   /** Migration note shown in the WSDL documentation and on the help pages. */
   readonly migrationNote: string;
+  /** How the parameters of a call become those of its replacement, `apiKey` and `version` included. */
+  readonly mapping: readonly ParamMapping[];
   /** The translator with its arguments read from the call as bound: call in, plan out, no I/O. */
   readonly plan: (args: Readonly<Record<string, ArgValue>>, context: TranslateContext) => Plan;
 }
@@ -102,6 +123,8 @@ interface OperationRow<N extends string, P extends readonly ParamSpec[], R exten
   readonly params: P;
   readonly replacement: R;
   readonly migrationNote?: string;
+  /** The operation's own parameters; `apiKey` and `version` are added. */
+  readonly mapping: readonly ParamMapping[];
   /** Only a paged replacement offers windows and whole lists: the type checker holds translators to that. */
   readonly translate: (args: ArgsOf<P>, to: TargetOf<R>) => Plan;
 }
@@ -125,9 +148,17 @@ function operation<const N extends string, const P extends readonly ParamSpec[],
     params: row.params,
     replacement: row.replacement,
     migrationNote: row.migrationNote ?? '',
+    mapping: [...row.mapping, ...COMMON_MAPPING],
     plan: bindTranslator(row.params, row.replacement, row.translate),
   };
 }
+
+const PRODUCT_TYPES_MAPPING: ParamMapping = {
+  legacy: 'productTypes',
+  replacement: 'merchandiseIds',
+  note: 'the ids of the product types, comma-separated (mapping.merchandise)',
+};
+const STORE_MAPPING: readonly ParamMapping[] = [{ legacy: 'storeId', replacement: 'storeId', note: 'the same id' }, PRODUCT_TYPES_MAPPING];
 
 const storeParams = (args: { readonly storeId: string | null; readonly productTypes: string | null }, to: Target) =>
   [
@@ -141,24 +172,35 @@ export const OPERATIONS = [
     name: 'StoreLookup',
     params: [str('storeId'), str('apiKey'), str('version'), str('productTypes')],
     replacement: '/product.searchForProductsOfStore.cp',
+    mapping: [
+      ...STORE_MAPPING,
+      { legacy: '', replacement: '{page}, {size}', note: 'one legacy call returned the whole store: request its pages until the total is reached' },
+    ],
     translate: (args, to) => to.allPages(storeParams(args, to), to.paging.storeLookupPageSize),
   }),
   operation({
     name: 'StoreLookupPaged',
     params: [str('storeId'), str('apiKey'), str('version'), str('productTypes'), int('pageIndex'), int('pageSize')],
     replacement: '/product.searchForProductsOfStore.cp',
+    mapping: [
+      ...STORE_MAPPING,
+      { legacy: 'pageIndex', replacement: '{page}', note: 'the same page; the legacy pageIndex counts from paging.legacyPageIndexBase' },
+      { legacy: 'pageSize', replacement: '{size}', note: 'the same size, up to the endpoint\'s largest page' },
+    ],
     translate: (args, to) => to.window(legacyPageWindow(args.pageIndex, args.pageSize, to.paging), storeParams(args, to)),
   }),
   operation({
     name: 'ProductLookup',
     params: [int('productNumber'), str('apiKey'), str('version')],
     replacement: '/product.searchForProduct.cp',
+    mapping: [{ legacy: 'productNumber', replacement: 'productId', note: 'the same number' }],
     translate: (args, to) => to.single([['productId', String(args.productNumber)]]),
   }),
   operation({
     name: 'Search',
     params: [str('query'), str('apiKey'), str('version')],
     replacement: '/product.search.cp',
+    mapping: [{ legacy: 'query', replacement: 'query', note: 'the same text' }],
     translate: (args, to) => to.single([['query', present(args.query)]]),
   }),
   operation({
@@ -176,6 +218,17 @@ export const OPERATIONS = [
     replacement: '/product.search.cp',
     migrationNote:
       'Use page-based requesting instead of startResults and maxResults; parameter merchandiseIds replaces productTypes.',
+    mapping: [
+      { legacy: 'query', replacement: 'query', note: 'the same text' },
+      PRODUCT_TYPES_MAPPING,
+      {
+        legacy: 'startResults, maxResults',
+        replacement: '{page}, {size}',
+        note: 'request the pages that cover the items from startResults on, and keep maxResults of them',
+      },
+      { legacy: 'maxProductsPerDesign', replacement: 'maxProductsPerDesign', note: 'the same number' },
+      { legacy: 'sort', replacement: 'sort', note: 'the sort names of the replacement (by_score_desc, by_date_desc)' },
+    ],
     translate: (args, to) => {
       const params = [
         ['query', present(args.query)],
@@ -208,6 +261,15 @@ export function findOperationIgnoringCase(name: string): OperationSpec | undefin
 export function deprecationText(op: OperationSpec): string {
   const note = op.migrationNote === '' ? '' : ` ${op.migrationNote}`;
   return `Deprecated. Use ${op.replacement} instead.${note}`;
+}
+
+/** The operation's parameter mapping with the page parameters of its endpoint's paging profile filled in. */
+export function parameterMapping(op: OperationSpec, profiles: Readonly<Record<PagedPath, { readonly pageParam: string; readonly sizeParam: string }>>): ParamMapping[] {
+  const profile = (PAGED_PATHS as readonly UpstreamPath[]).includes(op.replacement) ? profiles[op.replacement as PagedPath] : null;
+  return op.mapping.map((line) => ({
+    ...line,
+    replacement: profile === null ? line.replacement : line.replacement.replace('{page}', profile.pageParam).replace('{size}', profile.sizeParam),
+  }));
 }
 
 /** The SOAP action of an operation: `{ns}/{Op}`, without a second `/` when the namespace ends in one. */
