@@ -3,11 +3,16 @@ import type { LegacyCall } from './operations.js';
 import { executePlan } from './outbound/execute.js';
 import { createPageCounts } from './outbound/page-counts.js';
 import type { Fetcher } from './outbound/upstream.js';
-import { createPlanner } from './translate/plan.js';
+import { createPlanner, type Plan } from './translate/plan.js';
 import type { Page } from './xml/compact.js';
 
 /** Answers a legacy call with its result, or rejects with the error the web method would have thrown. */
-export type CallAnswerer = (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => Promise<Page>;
+export interface CallAnswerer {
+  (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal): Promise<Page>;
+  /** The two halves, for a caller that needs the plan itself (the call runner names the successor request). */
+  plan(call: LegacyCall): Plan;
+  answerPlan(plan: Plan, upstream: Fetcher, signal?: AbortSignal): Promise<Page>;
+}
 
 /** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
 const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
@@ -17,7 +22,12 @@ export function createCallAnswerer(config: Config): CallAnswerer {
   const planner = createPlanner(config);
   const { maxConcurrentPages } = config.upstream;
   const pageCounts = createPageCounts(PAGE_COUNT_MEMORY);
+  const answerPlan = (plan: Plan, upstream: Fetcher, signal?: AbortSignal): Promise<Page> =>
+    executePlan(plan, upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
   // Planned inside the promise: a translation error is a failed call like any other.
-  return async (call, upstream, signal) => executePlan(planner.plan(call), upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
+  return Object.assign(async (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => answerPlan(planner.plan(call), upstream, signal), {
+    plan: planner.plan,
+    answerPlan,
+  });
 }
 

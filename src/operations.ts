@@ -286,7 +286,7 @@ export interface LegacyCall {
 }
 
 /** What every call says about its caller, for the deprecation hit. */
-export function callerOf(call: LegacyCall): { readonly apiKey: string | null; readonly version: string | null } {
+export function credentialsOf(call: LegacyCall): { readonly apiKey: string | null; readonly version: string | null } {
   const { apiKey, version } = call.args;
   return { apiKey: typeof apiKey === 'string' ? apiKey : null, version: typeof version === 'string' ? version : null };
 }

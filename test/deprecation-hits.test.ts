@@ -4,6 +4,7 @@ import { loadConfig } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { recordingUpstream } from './support/pages.js';
+import { startProxy } from './support/proxy.js';
 import type { StubUpstream } from './support/stub-upstream.js';
 import { SERVICE_NAMESPACE, SOAP11_ENV, SOAP12_CONTENT_TYPE, SOAP12_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
 
@@ -19,7 +20,18 @@ const lines: Record<string, unknown>[] = [];
 
 beforeAll(async () => {
   upstream = await recordingUpstream(100);
-  const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'info' } });
+  const config = loadConfig(
+    { UPSTREAM_URL: upstream.origin },
+    {
+      log: { level: 'info' },
+      clients: [
+        { name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: ['warehouse-key'] },
+        { name: 'shop', fingerprints: [clientFingerprint('shop-key')] },
+        // The tests call from loopback: a key of the table wins over the address of another client.
+        { name: 'office', addresses: ['127.0.0.0/8', '::1'] },
+      ],
+    },
+  );
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
   app = await buildApp(config, { logger });
   base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
@@ -68,12 +80,17 @@ describe('the deprecation hit', () => {
     const hit = await hitOf(await call(binding, 'Search', { query: 'dog', apiKey: 'caller-key-1', version: '2.0' }));
     expect(hit).toMatchObject({
       event: 'deprecated_call',
-      schema: 1,
+      schema: 2,
       operation: 'Search',
       binding,
-      client: clientFingerprint('caller-key-1'),
+      client: 'office',
+      clientLabel: 'office',
+      clientFingerprint: clientFingerprint('caller-key-1'),
+      team: null,
+      contact: null,
       legacyVersion: '2.0',
       replacement: '/product.search.cp',
+      successor: '/product.search.cp?v=3&query=dog',
       outcome: 'ok',
       reason: null,
       status: 200,
@@ -102,7 +119,15 @@ describe('the deprecation hit', () => {
 
   it.each(BINDINGS)('%s: a value the translation refuses is a client_input fault of the caller', async (binding) => {
     const hit = await hitOf(await call(binding, 'AdvancedSearch', { query: 'dog', apiKey: 'caller-key-3', productTypes: 'Hovercraft' }));
-    expect(hit).toMatchObject({ operation: 'AdvancedSearch', binding, client: clientFingerprint('caller-key-3'), outcome: 'fault', reason: 'client_input', upstreamRequests: 0 });
+    expect(hit).toMatchObject({
+      operation: 'AdvancedSearch',
+      binding,
+      clientFingerprint: clientFingerprint('caller-key-3'),
+      successor: null,
+      outcome: 'fault',
+      reason: 'client_input',
+      upstreamRequests: 0,
+    });
   });
 
   it('a method that does not exist is recorded as operation "unknown"', async () => {
@@ -113,7 +138,74 @@ describe('the deprecation hit', () => {
   it('legacy_calls_total counts SOAP faults under the operation called', async () => {
     await (await call('soap11', 'ProductLookup', { productNumber: '1x' })).text();
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap11",outcome="fault"\} [1-9]/m);
+    expect(metrics).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap11",outcome="fault",client="office"\} [1-9]/m);
     expect(metrics).not.toMatch(/^legacy_calls_total\{operation="unknown",binding="soap11"/m);
   });
 });
+
+describe('named clients (the clients table)', () => {
+  it.each(BINDINGS)('%s: a client named by its apiKey is named in the hit, with its team and contact, and in the metrics', async (binding) => {
+    const hit = await hitOf(await call(binding, 'ProductLookup', { productNumber: '7', apiKey: 'warehouse-key' }));
+    expect(hit).toMatchObject({
+      client: 'warehouse',
+      clientLabel: 'warehouse',
+      clientFingerprint: clientFingerprint('warehouse-key'),
+      team: 'Logistics',
+      contact: 'logistics@example.com',
+    });
+    expect(JSON.stringify(hit)).not.toContain('warehouse-key');
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^legacy_calls_total\\{operation="ProductLookup",binding="${binding}",outcome="ok",client="warehouse"\\} [1-9]`, 'm'));
+  });
+
+  it('a client named by the fingerprint of its key is found without the key in the configuration', async () => {
+    expect(await hitOf(await call('httpGet', 'Search', { query: 'dog', apiKey: 'shop-key' }))).toMatchObject({ client: 'shop', clientLabel: 'shop' });
+  });
+
+  it('a caller matched by nothing is named by its fingerprint and counted as "other"', async () => {
+    const proxy = await startProxy({ clients: [{ name: 'elsewhere', addresses: ['10.0.0.0/8'] }] });
+    try {
+      const response = await fetch(`${proxy.url}/index.asmx/Search?query=dog&apiKey=stranger-key`);
+      expect(response.status).toBe(200);
+      const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+      expect(metrics).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="ok",client="other"\} 1$/m);
+      expect(metrics).not.toContain(clientFingerprint('stranger-key'));
+    } finally {
+      await proxy.stop();
+    }
+  });
+});
+
+describe('the successor-version link of each answer', () => {
+  it.each(BINDINGS)('%s: names the exact .cp request that replaces the call, without the key, and the hit records it', async (binding) => {
+    const response = await call(binding, 'AdvancedSearch', { query: 'red dog', apiKey: 'secret-key', version: '1', productTypes: 'Large Mug', startResults: '60', maxResults: '20', sort: 'by-date-desc' });
+    expect(response.status).toBe(200);
+    // Items 60..79 are page 4 of 20 (docs/upstream.md §3): the request a migrated client sends.
+    const successor = '/product.search.cp?v=3&query=red+dog&merchandiseIds=1&sort=by_date_desc&pageNumber=4&resultsPerPage=20';
+    expect(response.headers.get('link')).toBe(`<${upstream.origin}${successor}>; rel="successor-version"`);
+    expect((await hitOf(response)).successor).toBe(successor);
+    expect(response.headers.get('link')).not.toContain('secret-key');
+  });
+
+  it('is left out when the call was not translated (a fault of the request)', async () => {
+    const response = await call('httpGet', 'ProductLookup', { productNumber: 'x' });
+    expect(response.status).toBe(500);
+    expect(response.headers.get('link')).toBeNull();
+  });
+
+  it('comes first, before the configured links, and uses deprecation.successorBaseUrl', async () => {
+    const proxy = await startProxy({
+      deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api', successorBaseUrl: 'https://open-api.example.com' },
+    });
+    try {
+      const response = await fetch(`${proxy.url}/index.asmx/ProductLookup?productNumber=42&apiKey=k`);
+      expect(response.headers.get('link')).toBe(
+        '<https://open-api.example.com/product.searchForProduct.cp?v=3&productId=42>; rel="successor-version", ' +
+          '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"',
+      );
+    } finally {
+      await proxy.stop();
+    }
+  });
+});
+

@@ -215,7 +215,7 @@ describe('load shedding', () => {
     const hits = lines.filter((line) => line.event === 'deprecated_call' && line.outcome === 'shed');
     expect(hits).toHaveLength(4);
     expect(hits[0]).toMatchObject({ operation: 'ProductLookup', binding: 'httpGet', status: 503, reason: null, upstreamRequests: 0, client: clientFingerprint('key-0') });
-    expect(await (await fetch(`${proxy}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed"\} 4$/m);
+    expect(await (await fetch(`${proxy}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed",client="other"\} 4$/m);
     release();
     await first;
     expect(lines.filter((line) => line.level === 40)).toEqual([]);
@@ -345,7 +345,7 @@ describe('readiness', () => {
       expect((await fetch(`${proxy}${path}`)).status).toBe(404);
       expect((await fetch(`${admin}${path}`)).status).toBe(200);
     }
-    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="fault"\} 1$/m);
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="fault",client="other"\} 1$/m);
   });
 
   it('/readyz is 503 while the upstream cannot be reached; /healthz still 200', async () => {

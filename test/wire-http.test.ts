@@ -579,10 +579,11 @@ describe("answers fastify would write itself come out in the ASMX forms", () => 
 // ---- §9 Deprecation, Sunset and Link --------------------------------------------------------------
 
 /** One request per kind of answer from the service path. */
-const EVERY_KIND_OF_ANSWER: readonly { kind: string; req: RawRequest; status: number }[] = [
-  { kind: 'HTTP GET success', req: { path: '/index.asmx/Search?query=dog' }, status: 200 },
-  { kind: 'HTTP POST success', req: post('/index.asmx/Search', 'query=dog'), status: 200 },
-  { kind: 'SOAP 1.1 success', req: soapCall('Search'), status: 200 },
+/** `answered`: a call translated and answered, whose answer links its own replacement request. */
+const EVERY_KIND_OF_ANSWER: readonly { kind: string; req: RawRequest; status: number; answered?: true }[] = [
+  { kind: 'HTTP GET success', req: { path: '/index.asmx/Search?query=dog' }, status: 200, answered: true },
+  { kind: 'HTTP POST success', req: post('/index.asmx/Search', 'query=dog'), status: 200, answered: true },
+  { kind: 'SOAP 1.1 success', req: soapCall('Search'), status: 200, answered: true },
   { kind: 'SOAP fault', req: withHeaders(soapCall('Search'), { soapaction: `"${SERVICE_NAMESPACE}Nope"` }), status: 500 },
   { kind: 'SOAP empty 400', req: withHeaders(soap11('Search', '<query>'), { soapaction: `"${SERVICE_NAMESPACE}Search"` }), status: 400 },
   { kind: 'SOAP empty 415', req: withHeaders(soapCall('Search'), { 'content-type': 'text/plain' }), status: 415 },
@@ -599,7 +600,7 @@ const EVERY_KIND_OF_ANSWER: readonly { kind: string; req: RawRequest; status: nu
   { kind: '413', req: { ...post('/index.asmx/Search', ''), body: Buffer.alloc(2048, 'a') }, status: 413 },
   { kind: 'a path the router cannot decode', req: { path: '/index.asmx/%ZZ' }, status: 500 },
   { kind: 'an unparsable Content-Type', req: post('/index.asmx/Search', 'query=dog', 'foo'), status: 500 },
-  { kind: 'a path that normalises to the service', req: { path: '/x/../index.asmx/Search?query=dog' }, status: 200 },
+  { kind: 'a path that normalises to the service', req: { path: '/x/../index.asmx/Search?query=dog' }, status: 200, answered: true },
   { kind: 'the service path in another case', req: { path: '/INDEX.ASMX?disco' }, status: 200 },
 ];
 
@@ -635,13 +636,16 @@ describe('§9 deprecation headers, all configured', () => {
   });
 });
 
-describe('§9 deprecation headers, defaults (no sunset, no links)', () => {
+describe('§9 deprecation headers, defaults (no sunset, no configured links)', () => {
   const proxy = useProxy();
 
-  it.each(EVERY_KIND_OF_ANSWER.filter(({ status }) => status !== 413))('$kind: Deprecation only', async ({ req }) => {
+  it.each(EVERY_KIND_OF_ANSWER.filter(({ status }) => status !== 413))('$kind: Deprecation, and a link to its replacement when it is a call that was answered', async ({ req, answered }) => {
     const res = await proxy().send(req);
     expect(res.headers.deprecation).toBe('@1767225600');
-    expect([res.headers.sunset, res.headers.link]).toEqual([undefined, undefined]);
+    expect(res.headers.sunset).toBeUndefined();
+    // Only a translated call has a replacement request of its own (src/translate/plan.ts successorOf).
+    if (answered) expect(res.headers.link).toMatch(/^<[^>]*\/product\.search\.cp\?v=3&query=dog>; rel="successor-version"$/);
+    else expect(res.headers.link).toBeUndefined();
   });
 });
 

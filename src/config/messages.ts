@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { ErrorObject } from 'ajv';
 
 /**
@@ -37,12 +38,25 @@ export const FORMATS: Readonly<Record<string, (value: string) => string | undefi
     if (!decodes(parsed.username) || !decodes(parsed.password)) return 'must have its user name and password %-encoded';
     return undefined;
   },
+  // One address, or a range in CIDR notation (`10.1.0.0/16`, `2001:db8::/32`).
+  'ip-range': (value) => (ipRange(value) === null ? 'must be an IP address or a CIDR range such as "10.1.0.0/16"' : undefined),
   // With its offset (`Z` or `±hh:mm`): a date without one would depend on the machine's time zone.
   'offset-date-time': (value) =>
     /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value))
       ? undefined
       : 'must be an ISO 8601 date and time with an offset, e.g. "2026-01-01T00:00:00Z"',
 };
+
+/** `value` as address, family and prefix length; null when it is not an address or a CIDR range. */
+export function ipRange(value: string): { readonly address: string; readonly family: 'ipv4' | 'ipv6'; readonly prefix: number } | null {
+  const [address = '', prefixText, extra] = value.split('/');
+  const version = isIP(address);
+  if (version === 0 || extra !== undefined) return null;
+  const bits = version === 4 ? 32 : 128;
+  if (prefixText !== undefined && !/^\d{1,3}$/.test(prefixText)) return null;
+  const prefix = prefixText === undefined ? bits : Number(prefixText);
+  return prefix > bits ? null : { address, family: version === 4 ? 'ipv4' : 'ipv6', prefix };
+}
 
 function decodes(text: string): boolean {
   try {
@@ -86,6 +100,8 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
         : new ConfigError([...path, error.propertyName].join('.'), `${schema.patternProblem}.`);
     case 'format':
       return new ConfigError(name, `${FORMATS[String(error.params.format)]?.(String(error.data))}, ${got}.`);
+    case 'required':
+      return new ConfigError([...path, String(error.params.missingProperty)].join('.'), 'is required.');
     case 'enum':
       return new ConfigError(name, `must be one of ${(error.params.allowedValues as unknown[]).map(show).join(', ')}, ${got}.`);
   }
@@ -99,6 +115,8 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
       return new ConfigError(name, `must be true or false, ${got}.`);
     case 'object':
       return new ConfigError(name, 'must be an object.');
+    case 'array':
+      return new ConfigError(name, 'must be a list.');
   }
   // No key of the schema fails in another way; should one, ajv's own words still name it.
   return new ConfigError(name, `${error.message}.`);

@@ -44,6 +44,29 @@ const answers = section(
   ) as Record<UpstreamPath, TObject<{ root: TString; items: TString; item: TString }>>,
 );
 
+/**
+ * A caller the migration has a name for (docs/migration.md): matched by one of its apiKeys, by the
+ * fingerprint the hits show for it, or by the address it calls from. Its name is a metric label
+ * value, so it is short and plain; `other` stands for everyone not in the table.
+ */
+const client = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^(?!other$)(?!(sha256|hmac):)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+      patternProblem: 'must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and not a fingerprint',
+    }),
+    team: nullable(Type.String({ minLength: 1 })),
+    contact: nullable(Type.String({ minLength: 1 })),
+    apiKeys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    fingerprints: Type.Array(
+      Type.String({ pattern: '^(sha256|hmac):[0-9a-f]{12}$', patternProblem: 'must be a fingerprint as the hits show it, e.g. "sha256:0123456789ab"' }),
+      { default: [] },
+    ),
+    addresses: Type.Array(Type.String({ format: 'ip-range' }), { default: [] }),
+  },
+  { additionalProperties: false, required: ['name'] },
+);
+
 /** One profile per paged endpoint of the operations table, its defaults from there. */
 const profiles = section(
   Object.fromEntries(PAGED_PATHS.map((path) => [path, profile(UPSTREAM_ENDPOINTS[path].paging)])) as Record<PagedPath, ReturnType<typeof profile>>,
@@ -114,9 +137,12 @@ export const ConfigSchema = Type.Object(
       sunsetAt: nullable(Type.String({ minLength: 1, format: 'offset-date-time' })),
       policyUrl: url(),
       successorUrl: url(),
+      /** Where callers reach the `.cp` endpoints: the base of each answer's per-call successor link; `null`: upstream.baseUrl. */
+      successorBaseUrl: url(),
       /** HMAC key for the client fingerprints in deprecation hits; `null`: a plain SHA-256. */
       clientIdKey: nullable(Type.String({ minLength: 1 })),
     }),
+    clients: Type.Array(client, { default: [] }),
     demo: section({
       seed: integer(0, 2 ** 31 - 1, 20_091_117),
       stores: integer(1, 100, 6),

@@ -29,6 +29,7 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       server.shutdownGraceMs < upstream.callTimeoutMs &&
       `must be at least upstream.callTimeoutMs (${upstream.callTimeoutMs}), so that calls in flight can finish.`,
   ],
+  ['clients', ({ clients }) => clientsProblem(clients)],
   [
     'paging.storeLookupPageSize',
     ({ paging }) =>
@@ -36,6 +37,29 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       'must not exceed the maximum page size of /product.searchForProductsOfStore.cp.',
   ],
 ];
+
+/** Each client is matched some way, and no name, apiKey, fingerprint or range belongs to two clients. */
+function clientsProblem(clients: Settings['clients']): string | false {
+  /** What a client claims → the entry that claimed it first. */
+  const owners = new Map<string, string>();
+  for (const [index, { name, apiKeys, fingerprints, addresses }] of clients.entries()) {
+    const entry = `entry ${index + 1} (${name})`;
+    if (apiKeys.length + fingerprints.length + addresses.length === 0) return `${entry} must list at least one of apiKeys, fingerprints, addresses.`;
+    // An apiKey is never quoted back: the message goes to the operator's log.
+    const claims: [identity: string, shown: string][] = [
+      [`name ${name}`, `the name ${name}`],
+      ...apiKeys.map((key): [string, string] => [`apiKey ${key}`, 'an apiKey']),
+      ...fingerprints.map((fingerprint): [string, string] => [`fingerprint ${fingerprint}`, `the fingerprint ${fingerprint}`]),
+      ...addresses.map((range): [string, string] => [`range ${range}`, `the address range ${range}`]),
+    ];
+    for (const [identity, shown] of claims) {
+      const owner = owners.get(identity);
+      if (owner !== undefined) return `${entry} names ${shown} that ${owner === entry ? 'it names already' : `${owner} names`}; each belongs to one client.`;
+      owners.set(identity, entry);
+    }
+  }
+  return false;
+}
 
 /**
  * The configuration `json` describes, its missing keys filled with the schema's defaults. A bad value

@@ -2,9 +2,17 @@ import type { Config } from '../config.js';
 
 /**
  * Deprecation (RFC 9745), Sunset (RFC 8594) and Link headers, sent on every answer from the legacy
- * service path (docs/wire.md §9). Computed once from the configuration.
+ * service path (docs/wire.md §9). Computed once from the configuration; only a translated call's
+ * own `successor-version` link differs from answer to answer.
  */
-export function deprecationHeaders(deprecation: Config['deprecation']): Readonly<Record<string, string>> {
+export interface DeprecationSignals {
+  readonly headers: Readonly<Record<string, string>>;
+  /** The Link header of a call whose replacement is `successor` (`successorOf`, a path and query). */
+  linkFor(successor: string): string;
+}
+
+export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstream'>): DeprecationSignals {
+  const { deprecation } = config;
   const headers: Record<string, string> = {
     deprecation: `@${Math.floor(Date.parse(deprecation.deprecatedAt) / 1000)}`,
   };
@@ -16,5 +24,20 @@ export function deprecationHeaders(deprecation: Config['deprecation']): Readonly
   }
   if (deprecation.successorUrl !== null) links.push(`<${deprecation.successorUrl}>; rel="successor-version"`);
   if (links.length > 0) headers.link = links.join(', ');
-  return headers;
+  // The call's own replacement first: a client that reads one successor link reads the exact one.
+  const successorBase = successorBaseOf(config);
+  return { headers, linkFor: (successor) => [`<${successorBase}${successor}>; rel="successor-version"`, ...links].join(', ') };
+}
+
+/**
+ * Where callers reach the `.cp` endpoints: `deprecation.successorBaseUrl`, else the upstream's base
+ * without its credentials; with neither (the demo upstream), the link is a path on the same host.
+ */
+function successorBaseOf({ deprecation, upstream }: Pick<Config, 'deprecation' | 'upstream'>): string {
+  if (deprecation.successorBaseUrl !== null) return deprecation.successorBaseUrl;
+  if (upstream.baseUrl === null) return '';
+  const base = new URL(upstream.baseUrl);
+  base.username = '';
+  base.password = '';
+  return base.href.replace(/\/+$/, '');
 }

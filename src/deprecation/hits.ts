@@ -18,11 +18,19 @@ export interface DeprecationHit {
   readonly operation: OperationName | 'unknown';
   /** `unknown` only when a binding failed to read the request at all (a defect). */
   readonly binding: BindingName | 'unknown';
-  /** `sha256:`/`hmac:` + 12 hex digits of the apiKey, or `anonymous`. */
+  /** The name of a client of the `clients` table; for everyone else their fingerprint. */
   readonly client: string;
+  /** The `client` label of the metrics: a configured client's name, else `other`. */
+  readonly clientLabel: string;
+  /** `sha256:`/`hmac:` + 12 hex digits of the apiKey, or `anonymous`. */
+  readonly clientFingerprint: string;
+  readonly team: string | null;
+  readonly contact: string | null;
   readonly legacyVersion: string | null;
   /** The replacement endpoint; empty when no operation was named. */
   readonly replacement: UpstreamPath | '';
+  /** The `.cp` request that replaces this call, appKey left out; null when the call was not translated. */
+  readonly successor: string | null;
   /** `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight. */
   readonly outcome: 'ok' | 'fault' | 'shed';
   readonly reason: FailureReason | null;
@@ -34,7 +42,7 @@ export interface DeprecationHit {
 }
 
 /** Bump when a field of DeprecationHit changes meaning or goes away; dashboards key on it. */
-export const HIT_SCHEMA_VERSION = 1;
+export const HIT_SCHEMA_VERSION = 2;
 
 /**
  * Names a caller without its key. With `key` (deprecation.clientIdKey) an HMAC, which a dictionary
@@ -76,8 +84,8 @@ export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLog
   collectDefaultMetrics({ register: registry });
   const calls = new Counter({
     name: 'legacy_calls_total',
-    help: 'Calls of deprecated legacy operations, by operation, binding and outcome.',
-    labelNames: ['operation', 'binding', 'outcome'] as const,
+    help: 'Calls of deprecated legacy operations, by operation, binding, outcome and client (configured clients by name, everyone else as other).',
+    labelNames: ['operation', 'binding', 'outcome', 'client'] as const,
     registers: [registry],
   });
   const duration = new Histogram({
@@ -116,7 +124,7 @@ export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLog
   return {
     registry,
     record(hit) {
-      calls.inc({ operation: hit.operation, binding: hit.binding, outcome: hit.outcome });
+      calls.inc({ operation: hit.operation, binding: hit.binding, outcome: hit.outcome, client: hit.clientLabel });
       if (hit.outcome === 'shed') {
         shedCalls.inc();
         shedInInterval++;

@@ -1,7 +1,7 @@
 import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { CallError, UpstreamError, type FailureReason, type UpstreamFailure } from '../errors.js';
-import type { UpstreamRequest } from '../translate/plan.js';
+import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
 import { compactDocument, type Page } from '../xml/compact.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
@@ -133,8 +133,6 @@ export function createUpstream(
   };
 }
 
-/** Parameters whose values must never reach a fault, a log line or a metric. */
-const SECRET_PARAMS = new Set(['appKey']);
 const REDACTED = '[redacted]';
 
 function secretsOf(request: UpstreamRequest): string[] {

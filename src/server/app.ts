@@ -91,7 +91,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     send(reply, known ?? errorPage(broken ? (error.statusCode as number) : 500, broken ? REQUEST_FORMAT_UNRECOGNIZED : INTERNAL_ERROR));
   });
 
-  await fastify.register(deprecationPlugin, { deprecation: config.deprecation, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
+  await fastify.register(deprecationPlugin, { config, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
   const upstream = deps.upstream ?? createUpstream(config.upstream, (outcome) => fastify.hits.observeUpstream(outcome));
   if (!deps.upstream) fastify.addHook('onClose', async () => upstream.close());
   await fastify.register(healthPlugin, { upstreamReachable: () => upstream.reachable(), cacheMs: READINESS_CACHE_MS });

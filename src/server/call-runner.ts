@@ -1,15 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.js';
-import { clientFingerprint } from '../deprecation/hits.js';
+import { createClientDirectory } from '../deprecation/clients.js';
 import { ClientClosedError, UpstreamError, failureReason } from '../errors.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { INTERNAL_ERROR, SERVER_TOO_BUSY } from '../messages.js';
-import { callerOf } from '../operations.js';
+import { credentialsOf } from '../operations.js';
 import { createCallAnswerer } from '../call.js';
 import type { Fetcher, Upstream } from '../outbound/upstream.js';
-import type { UpstreamRequest } from '../translate/plan.js';
+import { successorOf, type UpstreamRequest } from '../translate/plan.js';
 import { send } from './http.js';
 
 declare module 'fastify' {
@@ -24,6 +24,8 @@ interface Outcome<W> {
   readonly read: Read<W> | null;
   readonly answer: Answer;
   readonly failure: unknown;
+  /** The `.cp` request that replaces the call (`successorOf`); null when it was not translated. */
+  readonly successor: string | null;
 }
 
 export interface CallRunnerOptions {
@@ -42,24 +44,31 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     const { config } = options;
     const { upstream } = options;
     const answerCall = createCallAnswerer(config);
+    const identify = createClientDirectory(config.clients, config.deprecation.clientIdKey);
     let callsInFlight = 0;
 
     const shedAnswer = { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(config.server.retryAfterSeconds) } };
 
     /** The deprecation hit of a call, the same fields whatever its binding and outcome. */
     function record(request: FastifyRequest, outcome: Outcome<unknown>, shed: boolean, started: number, upstreamRequests: number, remoteAddress: string | null): void {
-      const { read, answer, failure } = outcome;
+      const { read, answer, failure, successor } = outcome;
       const reason = failure === null ? null : failureReason(failure);
       if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
       const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
-      const caller = read?.ok ? callerOf(read.call) : { apiKey: null, version: null };
+      const { apiKey, version } = read?.ok ? credentialsOf(read.call) : { apiKey: null, version: null };
+      const caller = identify(apiKey, remoteAddress);
       fastify.hits.record({
         requestId: String(request.id),
         operation: operation?.name ?? 'unknown',
         binding: read?.binding ?? 'unknown',
-        client: clientFingerprint(caller.apiKey, config.deprecation.clientIdKey),
-        legacyVersion: caller.version,
+        client: caller.name,
+        clientLabel: caller.label,
+        clientFingerprint: caller.fingerprint,
+        team: caller.team,
+        contact: caller.contact,
+        legacyVersion: version,
         replacement: operation?.replacement ?? '',
+        successor,
         outcome: shed ? 'shed' : reason === null ? 'ok' : 'fault',
         reason,
         status: answer.status,
@@ -88,7 +97,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         // the hit says who was turned away from what.
         const { read, failure } = readOrNull(binding, serviceRequest);
         send(reply, shedAnswer);
-        return record(request, { read, answer: shedAnswer, failure }, true, started, 0, remoteAddress);
+        return record(request, { read, answer: shedAnswer, failure, successor: null }, true, started, 0, remoteAddress);
       }
       callsInFlight++;
       const cancel = new AbortController();
@@ -108,16 +117,21 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       /** Never throws: a binding that fails on its own (a defect) still leaves an answer and a hit. */
       const run = async (): Promise<Outcome<W>> => {
         const { read, failure } = readOrNull(binding, serviceRequest);
-        if (read === null) return { read, answer: errorPage(500, INTERNAL_ERROR), failure };
+        if (read === null) return { read, answer: errorPage(500, INTERNAL_ERROR), failure, successor: null };
+        let successor: string | null = null;
         try {
-          if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error };
+          if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error, successor };
           try {
-            return { read, answer: binding.write(await answerCall(read.call, counted, cancel.signal), read.call, read.wire), failure: null };
+            const plan = answerCall.plan(read.call);
+            successor = successorOf(plan);
+            if (successor !== null) request.successor = successor;
+            const page = await answerCall.answerPlan(plan, counted, cancel.signal);
+            return { read, answer: binding.write(page, read.call, read.wire), failure: null, successor };
           } catch (err) {
-            return { read, answer: binding.writeError(err, read.wire), failure: err };
+            return { read, answer: binding.writeError(err, read.wire), failure: err, successor };
           }
         } catch (err) {
-          return { read, answer: errorPage(500, INTERNAL_ERROR), failure: err };
+          return { read, answer: errorPage(500, INTERNAL_ERROR), failure: err, successor };
         }
       };
       let outcome: Outcome<W>;

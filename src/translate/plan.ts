@@ -20,6 +20,25 @@ export interface UpstreamRequest {
   readonly params: QueryParams;
 }
 
+/** Parameters whose values must never reach a fault, a log line, a metric or a header. */
+export const SECRET_PARAMS: ReadonlySet<string> = new Set(['appKey']);
+
+/** Past this, a successor request is not named: a header that long breaks proxies on the way. */
+const MAX_SUCCESSOR_LENGTH = 2000;
+
+/**
+ * The `.cp` request that replaces a call, as a path and query without its secrets: what the call's
+ * `successor-version` link and its deprecation hit show. The first request of the plan: the one a
+ * migrated client sends first (a window's or a list's further pages follow its page parameters).
+ */
+export function successorOf(plan: Plan): string | null {
+  const request = plan.kind === 'single' ? plan.request : plan.kind === 'window' ? plan.requests[0] : plan.first;
+  if (request === undefined) return null;
+  const query = new URLSearchParams(request.params.filter(([name]) => !SECRET_PARAMS.has(name)) as [string, string][]).toString();
+  const target = `${request.path}?${query}`;
+  return target.length > MAX_SUCCESSOR_LENGTH ? null : target;
+}
+
 export interface AllPagesPlan {
   readonly kind: 'allPages';
   /** Where the endpoint's answers keep their items (`upstream.answers`). */

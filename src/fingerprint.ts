@@ -1,0 +1,27 @@
+import { createInterface } from 'node:readline';
+import { ConfigError, loadConfig } from './config.js';
+import { clientFingerprint } from './deprecation/hits.js';
+
+/**
+ * `npm run fingerprint` (in production `node dist/src/fingerprint.js`): reads apiKeys from stdin, one
+ * per line, and prints the fingerprint the deprecation hits name each caller by, with the configured
+ * `deprecation.clientIdKey` (CONFIG_FILE is read as the proxy reads it). Keys come on stdin, not as
+ * arguments, so that they stay out of shell history and the process list.
+ */
+async function printFingerprints(): Promise<void> {
+  let key: string | null;
+  try {
+    key = loadConfig().deprecation.clientIdKey;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+  if (process.stdin.isTTY) process.stderr.write('apiKey (one per line, Ctrl-D to end):\n');
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    const apiKey = line.trim();
+    if (apiKey !== '') process.stdout.write(`${clientFingerprint(apiKey, key)}\n`);
+  }
+}
+
+await printFingerprints();
