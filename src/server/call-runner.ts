@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.js';
-import { createClientDirectory } from '../deprecation/clients.js';
+import { createClientDirectory, type Caller } from '../deprecation/clients.js';
 import { ClientClosedError, UpstreamError, failureReason } from '../errors.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
@@ -50,13 +50,12 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     const shedAnswer = { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(config.server.retryAfterSeconds) } };
 
     /** The deprecation hit of a call, the same fields whatever its binding and outcome. */
-    function record(request: FastifyRequest, outcome: Outcome<unknown>, shed: boolean, started: number, upstreamRequests: number, remoteAddress: string | null): void {
+    function record(request: FastifyRequest, outcome: Outcome<unknown>, caller: Caller, shed: boolean, started: number, upstreamRequests: number, remoteAddress: string | null): void {
       const { read, answer, failure, successor } = outcome;
       const reason = failure === null ? null : failureReason(failure);
       if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
       const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
-      const { apiKey, version } = read?.ok ? credentialsOf(read.call) : { apiKey: null, version: null };
-      const caller = identify(apiKey, remoteAddress);
+      const version = read?.ok ? credentialsOf(read.call).version : null;
       fastify.hits.record({
         requestId: String(request.id),
         operation: operation?.name ?? 'unknown',
@@ -92,12 +91,13 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       const started = performance.now();
       // Read now: once a caller has hung up, its socket no longer knows the address.
       const remoteAddress = request.ip ?? null;
+      // Read even a call that is shed (the body is in already, and reading costs no upstream request),
+      // so that its hit says who was turned away from what.
+      const { read, failure: readFailure } = readOrNull(binding, serviceRequest);
+      const caller = identify(read?.ok ? credentialsOf(read.call).apiKey : null, remoteAddress);
       if (callsInFlight >= config.server.maxConcurrentCalls) {
-        // Read all the same (the body is in already, and reading costs no upstream request), so that
-        // the hit says who was turned away from what.
-        const { read, failure } = readOrNull(binding, serviceRequest);
         send(reply, shedAnswer);
-        return record(request, { read, answer: shedAnswer, failure, successor: null }, true, started, 0, remoteAddress);
+        return record(request, { read, answer: shedAnswer, failure: readFailure, successor: null }, caller, true, started, 0, remoteAddress);
       }
       callsInFlight++;
       const cancel = new AbortController();
@@ -116,8 +116,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
 
       /** Never throws: a binding that fails on its own (a defect) still leaves an answer and a hit. */
       const run = async (): Promise<Outcome<W>> => {
-        const { read, failure } = readOrNull(binding, serviceRequest);
-        if (read === null) return { read, answer: errorPage(500, INTERNAL_ERROR), failure, successor: null };
+        if (read === null) return { read, answer: errorPage(500, INTERNAL_ERROR), failure: readFailure, successor: null };
         let successor: string | null = null;
         try {
           if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error, successor };
@@ -143,7 +142,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       }
       send(reply, outcome.answer);
       reply.raw.off('close', onClose);
-      record(request, outcome, false, started, upstreamRequests, remoteAddress);
+      record(request, outcome, caller, false, started, upstreamRequests, remoteAddress);
     });
   },
   { name: 'call-runner', dependencies: ['deprecation'], fastify: '5.x' },
