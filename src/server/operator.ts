@@ -10,8 +10,9 @@ export interface OperatorOptions {
 
 /**
  * What the operator's tools ask: `/healthz` (alive), `/readyz` (should get calls), `/metrics`
- * (Prometheus) and `/ledger` (who still calls what here, docs/migration.md). On the service's own port, or on `server.adminPort` when one is set, so that they
- * need not be reachable from where the legacy clients are.
+ * (Prometheus) and `/ledger` (who still calls what here, docs/migration.md). On the service's own
+ * port, or on `server.adminPort` when one is set, so that they need not be reachable from where the
+ * legacy clients are.
  */
 export async function operatorRoutes(fastify: FastifyInstance, { hits, readiness }: OperatorOptions): Promise<void> {
   fastify.get('/healthz', async () => ({ status: 'ok' }));
