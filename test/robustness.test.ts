@@ -333,7 +333,7 @@ describe('readiness', () => {
     expect(up.requests.map((request) => request.method)).toEqual(['HEAD']);
   });
 
-  it('with server.adminPort, /healthz, /readyz and /metrics are there and not on the service port', async () => {
+  it('with server.adminPort, /healthz, /readyz, /metrics and /ledger are there and not on the service port', async () => {
     const up = await upstream((_req, res) => res.writeHead(404).end());
     const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: up.origin, appKey: 'k' }, server: { adminPort: 0 } });
     const app = await buildApp(config, { logger: pino({ level: 'silent' }) });
@@ -341,7 +341,7 @@ describe('readiness', () => {
     const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(() => app.fastify.close());
     expect((await fetch(`${proxy}/index.asmx/Search?query=x`)).status).toBe(500);
-    for (const path of ['/healthz', '/readyz', '/metrics']) {
+    for (const path of ['/healthz', '/readyz', '/metrics', '/ledger']) {
       expect((await fetch(`${proxy}${path}`)).status).toBe(404);
       expect((await fetch(`${admin}${path}`)).status).toBe(200);
     }

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/bindings.js';
+import { Ledger } from '../migration/ledger.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
 
@@ -63,6 +64,8 @@ function bounded(text: string | null): string | null {
 
 export interface HitRecorder {
   readonly registry: Registry;
+  /** Who called what on this instance since it started (`GET /ledger`). */
+  readonly ledger: Ledger;
   record(hit: DeprecationHit): void;
   observeUpstream(outcome: UpstreamOutcome): void;
   /** Writes what is still pending (the last interval's count of shed calls). */
@@ -121,9 +124,13 @@ export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLog
     shedInInterval = 0;
   };
 
+  const ledger = new Ledger();
+
   return {
     registry,
+    ledger,
     record(hit) {
+      ledger.add(hit, Date.now());
       calls.inc({ operation: hit.operation, binding: hit.binding, outcome: hit.outcome, client: hit.clientLabel });
       if (hit.outcome === 'shed') {
         shedCalls.inc();

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { HitRecorder } from '../deprecation/hits.js';
+import { ledgerJson } from '../migration/ledger.js';
 import type { Readiness } from './health.js';
 
 export interface OperatorOptions {
@@ -8,9 +9,10 @@ export interface OperatorOptions {
 }
 
 /**
- * What the operator's tools ask: `/healthz` (alive), `/readyz` (should get calls) and `/metrics`
- * (Prometheus). On the service's own port, or on `server.adminPort` when one is set, so that they
- * need not be reachable from where the legacy clients are.
+ * What the operator's tools ask: `/healthz` (alive), `/readyz` (should get calls), `/metrics`
+ * (Prometheus) and `/ledger` (who still calls what here, docs/migration.md). On the service's own
+ * port, or on `server.adminPort` when one is set, so that they need not be reachable from where the
+ * legacy clients are.
  */
 export async function operatorRoutes(fastify: FastifyInstance, { hits, readiness }: OperatorOptions): Promise<void> {
   fastify.get('/healthz', async () => ({ status: 'ok' }));
@@ -22,4 +24,5 @@ export async function operatorRoutes(fastify: FastifyInstance, { hits, readiness
     reply.header('content-type', hits.registry.contentType);
     return hits.registry.metrics();
   });
+  fastify.get('/ledger', async () => ledgerJson(hits.ledger));
 }

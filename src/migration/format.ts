@@ -1,0 +1,46 @@
+import type { ClientReport, InputSummary, OperationReport, Trend } from './report.js';
+
+/** The words and numbers the table and the HTML page share, so that both say the same thing. */
+
+/** 1234567 as `1,234,567`, the same on every machine whatever its locale. */
+export const formatCount = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
+/** An ISO time to the minute, in UTC as the logs are: `2026-11-23 19:40`. */
+export const formatTime = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
+
+export function trendText(trend: Trend | null): string {
+  if (trend === null) return 'trend: the log covers fewer than 14 days';
+  return `${trend.direction} (${formatCount(trend.previous7)} → ${formatCount(trend.last7)} calls a week)`;
+}
+
+const BARS = '▁▂▃▄▅▆▇█';
+
+/** One character a day; a day without calls is a dot, any day with calls at least the lowest bar. */
+export function sparkline(counts: readonly number[]): string {
+  const max = Math.max(0, ...counts);
+  return counts.map((n) => (n === 0 ? '·' : BARS[Math.max(0, Math.ceil((n / max) * BARS.length) - 1)])).join('');
+}
+
+export function clientTitle(client: ClientReport): string {
+  const card = [client.team, client.contact].filter((part): part is string => part !== null);
+  const fingerprint = client.fingerprint === null ? [] : [client.fingerprint];
+  return [client.client, ...card, ...fingerprint].join(' · ');
+}
+
+export function exampleText(operation: OperationReport): string {
+  if (operation.replacement === null) return 'no replacement: the calls named no operation of the service';
+  return operation.example ?? `no example: no ok call of theirs recorded its ${operation.replacement} request (schema 1 lines do not)`;
+}
+
+export function inputText(input: InputSummary): string[] {
+  const read = input.sources.map((source) => {
+    const name = source.name === '-' ? 'stdin' : source.name;
+    if (source.error === null) return `${name} (${formatCount(source.lines)} lines)`;
+    return source.lines === 0 ? `${name} (not read: ${source.error})` : `${name} (${formatCount(source.lines)} lines, then: ${source.error})`;
+  });
+  const skipped = input.skipped.map((line) => `${line.source === '-' ? 'stdin' : line.source}:${line.line} ${line.reason}`);
+  return [
+    `Read ${read.join(', ')}: ${formatCount(input.hits)} hits, ${formatCount(input.otherLines)} other lines, ${formatCount(input.malformed)} malformed lines skipped.`,
+    ...(skipped.length === 0 ? [] : [`Skipped: ${skipped.join('; ')}${input.malformed > skipped.length ? '; …' : ''}`]),
+  ];
+}

@@ -1,0 +1,68 @@
+import { OUTCOMES, type LedgerHit, type Outcome } from './ledger.js';
+
+/**
+ * One line of a hit log, read. The hits share their file with other lines (operator warnings, start-up
+ * lines), and schema 1 lines lack what schema 2 added (`clientFingerprint`, `team`, `contact`,
+ * `successor`): both are read, and a line that is neither JSON nor a complete hit is named, not fatal.
+ */
+
+export interface LoggedHit extends LedgerHit {
+  /** Epoch milliseconds. */
+  readonly time: number;
+  /** Schema 2: the fingerprint behind a configured client's name; null in schema 1, where `client` is it. */
+  readonly clientFingerprint: string | null;
+  readonly team: string | null;
+  readonly contact: string | null;
+}
+
+export type ReadLine =
+  | { readonly kind: 'hit'; readonly hit: LoggedHit }
+  | { readonly kind: 'other' }
+  | { readonly kind: 'malformed'; readonly reason: string };
+
+const OTHER: ReadLine = { kind: 'other' };
+
+/** Every hit line holds this text: lines without it are not parsed at all (most of the cost of a log). */
+const HIT_MARK = '"deprecated_call"';
+
+export function readHitLine(line: string): ReadLine {
+  if (!line.includes(HIT_MARK)) return line.trim() === '' || line.trimStart().startsWith('{') ? OTHER : malformed('not JSON');
+  let json: unknown;
+  try {
+    json = JSON.parse(line);
+  } catch {
+    return malformed('not JSON');
+  }
+  if (typeof json !== 'object' || json === null || (json as Record<string, unknown>).event !== 'deprecated_call') return OTHER;
+  const fields = json as Record<string, unknown>;
+  const time = timeOf(fields.time);
+  if (time === null) return malformed('a hit without a valid time');
+  for (const name of ['client', 'operation', 'binding'] as const) {
+    if (typeof fields[name] !== 'string' || fields[name] === '') return malformed(`a hit without ${name}`);
+  }
+  if (!(OUTCOMES as readonly unknown[]).includes(fields.outcome)) return malformed(`a hit with outcome ${JSON.stringify(fields.outcome)}`);
+  return {
+    kind: 'hit',
+    hit: {
+      time,
+      client: fields.client as string,
+      operation: fields.operation as string,
+      binding: fields.binding as string,
+      outcome: fields.outcome as Outcome,
+      successor: textOrNull(fields.successor),
+      clientFingerprint: textOrNull(fields.clientFingerprint),
+      team: textOrNull(fields.team),
+      contact: textOrNull(fields.contact),
+    },
+  };
+}
+
+const malformed = (reason: string): ReadLine => ({ kind: 'malformed', reason });
+
+const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/** pino writes ISO 8601 here (src/main.ts); its default, and older files, epoch milliseconds. */
+function timeOf(value: unknown): number | null {
+  const ms = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : NaN;
+  return Number.isFinite(ms) ? ms : null;
+}

@@ -1,0 +1,302 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MigrationReport } from '../src/migration/report.js';
+import { runReport } from '../src/migration/run-report.js';
+import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
+import { OPERATOR_LINE, hitLine } from './support/hit-log.js';
+
+/**
+ * `npm run report` over a log whose numbers are known: plain, gzipped and on stdin, with operator lines
+ * between the hits, a blank and a malformed line, schema 1 and schema 2 lines of the same client.
+ */
+
+const dir = mkdtempSync(join(tmpdir(), 'report-test-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const day = (d: number, minutes = 0): string => new Date(Date.parse('2026-11-01T08:00:00.000Z') + (d - 1) * 86_400_000 + minutes * 60_000).toISOString();
+const WAREHOUSE = { client: 'warehouse-app', fingerprint: 'sha256:0123456789ab', team: 'Logistics', contact: 'logistics@example.com' };
+const UNKNOWN = 'sha256:fedcba987654';
+const searchFor = (d: number): string => `/product.search.cp?v=3&query=day+${d}`;
+
+/**
+ * warehouse-app (schema 2): Search over SOAP 1.1 twice a day for 20 days, one failed Search over
+ * HTTP GET on day 20, and (schema 1, under its fingerprint) StoreLookupPaged over HTTP POST on days
+ * 1 to 5. An unknown caller (schema 1): ProductLookup over SOAP 1.2 on days 1 to 14, and one call
+ * shed on day 3.
+ */
+function fixtureLines(): string[] {
+  const hits: string[] = [];
+  for (let d = 1; d <= 20; d++) {
+    for (const minutes of [0, 30]) hits.push(hitLine({ time: day(d, minutes), operation: 'Search', binding: 'soap11', ...WAREHOUSE, outcome: 'ok', successor: searchFor(d) }));
+    if (d <= 5) hits.push(hitLine({ time: day(d, 5), operation: 'StoreLookupPaged', binding: 'httpPost', client: WAREHOUSE.fingerprint, outcome: 'ok', schema: 1 }));
+    if (d <= 14) hits.push(hitLine({ time: day(d, 10), operation: 'ProductLookup', binding: 'soap12', client: UNKNOWN, outcome: 'ok', schema: 1 }));
+  }
+  hits.push(hitLine({ time: day(20, 45), operation: 'Search', binding: 'httpGet', ...WAREHOUSE, outcome: 'fault', successor: '/product.search.cp?v=3&query=failed' }));
+  hits.push(hitLine({ time: day(3, 20), operation: 'ProductLookup', binding: 'soap12', client: UNKNOWN, outcome: 'shed', schema: 1 }));
+  // An operator line after every ten hits, a blank line, and a line cut short in the middle.
+  const lines = hits.flatMap((line, i) => (i % 10 === 9 ? [line, OPERATOR_LINE] : [line]));
+  lines.splice(20, 0, '', '{"level":"info","time":"2026-11-02T08:00:00.000Z","event":"deprecated_call","schema":2,"operation":"Sea');
+  return lines;
+}
+
+const LINES = fixtureLines();
+const HITS = 40 + 1 + 5 + 14 + 1;
+const LOG = `${LINES.join('\n')}\n`;
+const plainFile = join(dir, 'hits.log');
+const gzFile = join(dir, 'hits.log.1');
+writeFileSync(plainFile, LOG);
+// Named without .gz: the magic bytes decide.
+writeFileSync(gzFile, gzipSync(LOG));
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+async function report(args: readonly string[], stdin: string | Buffer = '', env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  const code = await runReport({ args, env, stdin: Readable.from([Buffer.from(stdin)]), stdout, stderr });
+  return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+}
+
+async function jsonReport(args: readonly string[], stdin?: string | Buffer): Promise<MigrationReport> {
+  const run = await report(['--format', 'json', ...args], stdin);
+  expect(run.code).toBe(0);
+  return JSON.parse(run.stdout) as MigrationReport;
+}
+
+const ZERO = { ok: 0, fault: 0, shed: 0, refused: 0 };
+
+function expectFixtureNumbers(result: MigrationReport, sourceName: string): void {
+  expect(result.input).toEqual({
+    sources: [{ name: sourceName, lines: LINES.length, hits: HITS, error: null }],
+    lines: LINES.length,
+    hits: HITS,
+    otherLines: Math.floor(HITS / 10) + 1,
+    malformed: 1,
+    skipped: [{ source: sourceName, line: 22, reason: 'not JSON' }],
+  });
+  expect(result.period).toEqual({ from: day(1), to: day(20, 45) });
+  expect(result.days).toHaveLength(20);
+  expect(result.folded).toBe(0);
+  expect(result.clients).toEqual([
+    {
+      client: 'warehouse-app',
+      fingerprint: 'sha256:0123456789ab',
+      team: 'Logistics',
+      contact: 'logistics@example.com',
+      calls: 46,
+      faults: 1,
+      outcomes: { ...ZERO, ok: 45, fault: 1 },
+      firstSeen: day(1),
+      lastSeen: day(20, 45),
+      // Days 14 to 20 against 7 to 13: 15 calls against 14, within the flat band.
+      trend: { last7: 15, previous7: 14, direction: 'flat' },
+      recentDays: [2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3],
+      operations: [
+        {
+          operation: 'Search',
+          replacement: '/product.search.cp',
+          calls: 41,
+          faults: 1,
+          outcomes: { ...ZERO, ok: 40, fault: 1 },
+          firstSeen: day(1),
+          lastSeen: day(20, 45),
+          // The latest ok call's successor; the later failed call's is not an example.
+          example: searchFor(20),
+          bindings: [
+            { binding: 'soap11', calls: 40, faults: 0, outcomes: { ...ZERO, ok: 40 }, firstSeen: day(1), lastSeen: day(20, 30) },
+            { binding: 'httpGet', calls: 1, faults: 1, outcomes: { ...ZERO, fault: 1 }, firstSeen: day(20, 45), lastSeen: day(20, 45) },
+          ],
+        },
+        {
+          operation: 'StoreLookupPaged',
+          replacement: '/product.searchForProductsOfStore.cp',
+          calls: 5,
+          faults: 0,
+          outcomes: { ...ZERO, ok: 5 },
+          firstSeen: day(1, 5),
+          lastSeen: day(5, 5),
+          // Schema 1 lines: no successor recorded.
+          example: null,
+          bindings: [{ binding: 'httpPost', calls: 5, faults: 0, outcomes: { ...ZERO, ok: 5 }, firstSeen: day(1, 5), lastSeen: day(5, 5) }],
+        },
+      ],
+    },
+    expect.objectContaining({
+      client: UNKNOWN,
+      fingerprint: null,
+      team: null,
+      calls: 15,
+      outcomes: { ...ZERO, ok: 14, shed: 1 },
+      trend: { last7: 1, previous7: 7, direction: 'falling' },
+      operations: [expect.objectContaining({ operation: 'ProductLookup', calls: 15, example: null, bindings: [expect.objectContaining({ binding: 'soap12', calls: 15 })] })],
+    }),
+  ]);
+  expect(result.perDay.byOperation.map((series) => [series.name, series.counts.reduce((a, b) => a + b, 0), series.counts.length])).toEqual([
+    ['Search', 41, 20],
+    ['ProductLookup', 15, 20],
+    ['StoreLookupPaged', 5, 20],
+  ]);
+  expect(result.perDay.byClient.map((series) => series.name)).toEqual(['warehouse-app', UNKNOWN]);
+}
+
+describe('the migration report', () => {
+  it('reads a plain log: every number per client, operation and binding, the malformed line counted and named', async () => {
+    expectFixtureNumbers(await jsonReport([plainFile]), plainFile);
+  });
+
+  it('reads a gzipped log, known by its magic bytes', async () => {
+    expectFixtureNumbers(await jsonReport([gzFile]), gzFile);
+  });
+
+  it('reads stdin with no file or with -, plain or gzipped', async () => {
+    expectFixtureNumbers(await jsonReport([], LOG), '-');
+    expectFixtureNumbers(await jsonReport(['-'], gzipSync(LOG)), '-');
+  });
+
+  it('adds up several logs', async () => {
+    const result = await jsonReport([plainFile, gzFile]);
+    expect(result.input.hits).toBe(2 * HITS);
+    expect(result.clients.map((client) => [client.client, client.calls])).toEqual([
+      ['warehouse-app', 92],
+      [UNKNOWN, 30],
+    ]);
+  });
+
+  it('gives each operation its replacement and parameter mapping, with the paging profile of CONFIG_FILE', async () => {
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({ paging: { profiles: { '/product.searchForProductsOfStore.cp': { pageParam: 'pageNo', sizeParam: 'perPage' } } } }));
+    const run = await report(['--format', 'json', plainFile], '', { CONFIG_FILE: config });
+    const result = JSON.parse(run.stdout) as MigrationReport;
+    expect(result.replacements.map((replacement) => [replacement.operation, replacement.replacement])).toEqual([
+      ['StoreLookupPaged', '/product.searchForProductsOfStore.cp'],
+      ['ProductLookup', '/product.searchForProduct.cp'],
+      ['Search', '/product.search.cp'],
+    ]);
+    expect(result.replacements[0]?.mapping).toContainEqual({ legacy: 'pageIndex', replacement: 'pageNo', note: expect.any(String) });
+    expect(result.replacements[0]?.mapping).toContainEqual({ legacy: 'pageSize', replacement: 'perPage', note: expect.any(String) });
+    expect(result.replacements[2]?.mapping).toContainEqual({ legacy: 'apiKey', replacement: 'appKey', note: expect.any(String) });
+  });
+
+  it('reports the logs it could read when a file is missing, names it, and exits 1', async () => {
+    const run = await report(['--format', 'json', join(dir, 'missing.log'), plainFile]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(`report: ${join(dir, 'missing.log')}: no such file\n`);
+    const result = JSON.parse(run.stdout) as MigrationReport;
+    expect(result.input.sources[0]).toEqual({ name: join(dir, 'missing.log'), lines: 0, hits: 0, error: 'no such file' });
+    expect(result.input.hits).toBe(HITS);
+  });
+
+  it('reports the lines before the end of a truncated gzip file, says so, and exits 1', async () => {
+    const many = Array.from({ length: 40 }, () => LOG).join('');
+    const compressed = gzipSync(many);
+    const truncated = join(dir, 'truncated.gz');
+    writeFileSync(truncated, compressed.subarray(0, compressed.length - 100));
+    const run = await report(['--format', 'json', truncated]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^report: .*truncated\.gz: not a complete gzip stream \(unexpected end of file\)\n$/);
+    const result = JSON.parse(run.stdout) as MigrationReport;
+    expect(result.input.sources[0]?.error).toBe('not a complete gzip stream (unexpected end of file)');
+    expect(result.input.hits).toBeGreaterThan(30 * HITS);
+  });
+
+  it('prints a plain-text table by default, without escapes when stdout is no terminal', async () => {
+    const run = await report([plainFile]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain('\x1b');
+    const lines = run.stdout.split('\n');
+    expect(lines[0]).toBe(`Migration report: ${HITS} deprecated calls by 2 clients, 2026-11-01 08:00 to 2026-11-20 08:45 UTC (20 days)`);
+    expect(lines).toContain('warehouse-app · Logistics · logistics@example.com · sha256:0123456789ab');
+    expect(lines).toContain('  Search            soap11       40  40      0     0        0  2026-11-01 08:00  2026-11-20 08:30');
+    expect(lines).toContain(`  Search → ${searchFor(20)}`);
+    expect(run.stdout).toMatch(/^ {2}StoreLookupPaged → no example: .*schema 1/m);
+    expect(run.stdout).toContain('flat (14 → 15 calls a week) ▆▆▆▆▆▆▆▆▆▆▆▆▆█');
+    expect(run.stdout).toContain('falling (7 → 1 calls a week) ████████······');
+    expect(run.stdout).toContain('1 malformed lines skipped');
+    expect(run.stdout).toContain(`Skipped: ${plainFile}:22 not JSON`);
+  });
+
+  it('refuses an unknown format with its usage, exit code 2', async () => {
+    const run = await report(['--format', 'pdf', plainFile]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--format must be one of table, json, html/);
+  });
+
+  it('runs as the compiled command, reading stdin', () => {
+    const run = spawnSync(process.execPath, ['dist/src/migration/report-cli.js', '--format', 'json'], { input: LOG, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect((JSON.parse(run.stdout) as MigrationReport).input.hits).toBe(HITS);
+  });
+});
+
+describe.skipIf(skipBrowserSuite)('the HTML report in headless Chromium', () => {
+  let chromium: HeadlessBrowser;
+  const page = join(dir, 'report.html');
+
+  beforeAll(async () => {
+    chromium = await startBrowser();
+    expect((await report(['--format', 'html', '--out', page, plainFile])).code).toBe(0);
+  });
+
+  afterAll(async () => chromium?.close());
+
+  it('shows the clients, their counts and a chart bar per day, and fetches nothing from anywhere', async () => {
+    const tab = await chromium.browser.newPage();
+    const fetched: string[] = [];
+    await tab.setRequestInterception(true);
+    tab.on('request', (request) => {
+      const url = request.url();
+      if (url.startsWith('file:') || url.startsWith('data:')) return void request.continue();
+      fetched.push(url);
+      void request.abort();
+    });
+    await tab.goto(`file://${page}`, { waitUntil: 'load' });
+    const text = await tab.$eval('body', (body) => body.innerText);
+    expect(text).toContain('warehouse-app');
+    expect(text).toContain(UNKNOWN);
+    const clientRows = await tab.$$eval('table', (tables) =>
+      [...(tables[0]?.querySelectorAll('tbody tr') ?? [])].map((row) => [...row.querySelectorAll('td')].slice(0, 4).map((cell) => cell.textContent)),
+    );
+    expect(clientRows).toEqual([
+      ['warehouse-app', 'Logistics', '46', '1'],
+      [UNKNOWN, '', '15', '0'],
+    ]);
+    const charts = await tab.$$eval('figure.chart', (figures) =>
+      figures.map((figure) => ({
+        series: figure.getAttribute('data-series'),
+        section: figure.parentElement?.id,
+        bars: [...figure.querySelectorAll('svg rect.bar')].map((bar) => bar.querySelector('title')?.textContent),
+        width: figure.querySelector('svg')?.getBoundingClientRect().width,
+      })),
+    );
+    expect(charts.map(({ section, series }) => [section, series])).toEqual([
+      ['by-operation', 'Search'],
+      ['by-operation', 'ProductLookup'],
+      ['by-operation', 'StoreLookupPaged'],
+      ['by-client', 'warehouse-app'],
+      ['by-client', UNKNOWN],
+    ]);
+    for (const chart of charts) {
+      expect(chart.bars).toHaveLength(20);
+      expect(chart.width).toBeGreaterThan(0);
+    }
+    expect(charts[0]?.bars[0]).toBe('2026-11-01: 2 calls');
+    expect(charts[0]?.bars[19]).toBe('2026-11-20: 3 calls');
+    const example = await tab.$eval('section[data-client="warehouse-app"] li code', (code) => code.textContent);
+    expect(example).toBe(searchFor(20));
+    expect(fetched).toEqual([]);
+    await tab.close();
+  });
+});
