@@ -79,7 +79,7 @@ async function startPassthrough(options: Options): Promise<string> {
 async function startFacade(options: Options): Promise<string> {
   const upstream = new URL(options.upstream as string);
   const agent = new Agent({ connections: 16, keepAliveTimeout: 30_000 });
-  const service = loadConfig({}).service;
+  const { service, paging } = loadConfig({});
   const server = createServer();
   const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
   const url = `http://127.0.0.1:${port}/index.asmx`;
@@ -93,7 +93,7 @@ async function startFacade(options: Options): Promise<string> {
       },
     },
   };
-  soap.listen(server, '/index.asmx', implementation, renderWsdl(service, url), () => {});
+  soap.listen(server, '/index.asmx', implementation, renderWsdl(service, url, paging.profiles), () => {});
   return `http://127.0.0.1:${port}`;
 }
 

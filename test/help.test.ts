@@ -3,13 +3,14 @@ import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from '..
 import { OPERATIONS, type OperationSpec } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../src/xml/tree.js';
-import { testService } from './support/config.js';
+import { testConfig, testService } from './support/config.js';
 import { SOAP11_ENV, SOAP12_ENV } from './support/wire.js';
 
 // Expected texts are copied from docs/wire.md §0, §7.2 (the deprecation notices) and §7.4.
 
 const URL = 'https://legacy.example.com/index.asmx';
 const service = testService;
+const profiles = testConfig().paging.profiles;
 
 function operation(name: string): OperationSpec {
   const op = OPERATIONS.find((candidate) => candidate.name === name);
@@ -37,6 +38,12 @@ function sampleEnvelope(pre: string): XmlElement {
   return parseXml(text.slice(text.indexOf('\r\n\r\n') + 4));
 }
 
+/** The cells of the replacement table, header first, as written (HTML-encoded). */
+const mappingRows = (html: string): string[][] =>
+  [.../<table class="mapping">([\s\S]*?)<\/table>/.exec(html)![1]!.matchAll(/<tr>(.*?)<\/tr>/g)].map((row) =>
+    [...row[1]!.matchAll(/<t[hd]>(.*?)<\/t[hd]>/g)].map((cell) => cell[1]!),
+  );
+
 const PLACEHOLDERS_SENTENCE = (protocol: string): string =>
   `<p>The following is a sample ${protocol} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.</p>`;
 
@@ -47,7 +54,7 @@ describe('renderServiceHelp', () => {
     expect(html).toContain('<title>CatalogService Web Service</title>');
     expect(html).toContain('CatalogService</p>');
     expect(html).toContain(
-      'The following operations are supported.  For a formal definition, please review the <a href="https://legacy.example.com/index.asmx?WSDL">Service Description</a>.',
+      'The following operations are supported.  For a formal definition, please review the <a href="?WSDL">Service Description</a>.',
     );
   });
 
@@ -66,7 +73,7 @@ describe('renderServiceHelp', () => {
     };
     for (const item of items) {
       const name = /\?op=(\w+)/.exec(item)![1]!;
-      expect(item).toContain(`<a href="https://legacy.example.com/index.asmx?op=${name}">${name}</a>`);
+      expect(item).toContain(`<a href="index.asmx?op=${name}">${name}</a>`);
       expect(item).toContain('Deprecated');
       expect(item).toContain(replacements[name]);
     }
@@ -83,10 +90,10 @@ describe('renderServiceHelp', () => {
     expect(custom).not.toContain(recommendation);
   });
 
-  it('HTML-encodes configured values', () => {
-    const encoded = renderServiceHelp(service({ name: `A&B "<x>"` }), 'https://h.example/index.asmx?a="1"&b=2');
+  it('HTML-encodes configured values and the requested path', () => {
+    const encoded = renderServiceHelp(service({ name: `A&B "<x>"` }), `https://h.example/a&b'c.asmx`);
     expect(encoded).toContain('<title>A&amp;B &quot;&lt;x&gt;&quot; Web Service</title>');
-    expect(encoded).toContain('href="https://h.example/index.asmx?a=&quot;1&quot;&amp;b=2?WSDL"');
+    expect(encoded).toContain('<a href="a&amp;b&#39;c.asmx?op=Search">Search</a>');
     expect(encoded).not.toContain('<x>');
   });
 
@@ -96,23 +103,48 @@ describe('renderServiceHelp', () => {
 });
 
 describe('renderOperationHelp', () => {
-  const html = renderOperationHelp(service(), URL, operation('StoreLookupPaged'));
+  const html = renderOperationHelp(service(), URL, operation('StoreLookupPaged'), profiles);
   const [soapRequest, soapResponse, soap12Request, soap12Response, getRequest, getResponse, postRequest, postResponse] =
     preBlocks(html);
 
-  it('has the link back, the operation, its notice and the remote Test text', () => {
+  it('has the relative link back, the operation and its notice', () => {
     expect(html).toContain('<title>CatalogService Web Service</title>');
-    expect(html).toContain('Click <a href="https://legacy.example.com/index.asmx">here</a> for a complete list of operations.');
+    expect(html).toContain('Click <a href="index.asmx">here</a> for a complete list of operations.');
     expect(html).toContain('<h2>StoreLookupPaged</h2>');
     expect(html).toContain('Deprecated. Use /product.searchForProductsOfStore.cp instead.');
-    expect(html).toMatch(/<h3>Test<\/h3>\r\nThe test form is only available for requests from the local machine\./);
-    expect(html).not.toContain('Invoke');
-    expect(html).not.toContain('<form');
   });
 
-  it('has the four protocol sections in order, each with its sentence and two samples', () => {
+  it('offers every caller the HTTP POST test form: a text field per parameter, in order, and Invoke', () => {
+    expect(html).toContain("<h3>Test</h3>\r\nTo test the operation using the HTTP POST protocol, click the 'Invoke' button.\r\n");
+    const form = /<form ([^>]*)>([\s\S]*?)<\/form>/.exec(html);
+    expect(form![1]).toBe('target="_blank" action="index.asmx/StoreLookupPaged" method="POST"');
+    const fields = [...form![2]!.matchAll(/<td class="frmText">(\w+):<\/td><td><input class="frmInput" type="text" size="50" name="(\w+)"><\/td>/g)];
+    expect(fields.map((field) => [field[1], field[2]])).toEqual(
+      ['storeId', 'apiKey', 'version', 'productTypes', 'pageIndex', 'pageSize'].map((name) => [name, name]),
+    );
+    expect(form![2]).toContain('<input type="submit" value="Invoke" class="button">');
+    expect(html).not.toContain('only available for requests from the local machine');
+  });
+
+  it('shows the replacement and how each parameter maps, page parameters from the paging profile', () => {
+    expect(mappingRows(html)).toEqual([
+      ['Parameter', 'Replacement parameter', 'Note'],
+      ['storeId', 'storeId', 'the same id'],
+      ['productTypes', 'merchandiseIds', 'the ids of the product types, comma-separated (mapping.merchandise)'],
+      ['pageIndex', 'page', 'the same page; the legacy pageIndex counts from paging.legacyPageIndexBase'],
+      ['pageSize', 'pageSize', 'the same size, up to the endpoint&#39;s largest page'],
+      ['apiKey', 'appKey', 'the application key of the caller'],
+      ['version', 'v', 'the API version of the replacement endpoint, not of the legacy service'],
+    ]);
+    const renamed = { ...profiles, '/product.searchForProductsOfStore.cp': { ...profiles['/product.searchForProductsOfStore.cp'], pageParam: 'p<1>', sizeParam: 'n' } };
+    const store = mappingRows(renderOperationHelp(service(), URL, operation('StoreLookup'), renamed));
+    // StoreLookup has no page parameters of its own: the replacement's pages have no legacy counterpart.
+    expect(store[3]).toEqual(['—', 'p&lt;1&gt;, n', 'one legacy call returned the whole store: request its pages until the total is reached']);
+  });
+
+  it('has the replacement, the test and the four protocol sections in order, each protocol with its sentence and two samples', () => {
     const titles = [...html.matchAll(/<h3>([^<]*)<\/h3>/g)].map((match) => match[1]);
-    expect(titles).toEqual(['Test', 'SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST']);
+    expect(titles).toEqual(['Replacement: /product.searchForProductsOfStore.cp', 'Test', 'SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST']);
     for (const protocol of ['SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST']) {
       expect(html).toContain(`<h3>${protocol}</h3>\r\n${PLACEHOLDERS_SENTENCE(protocol)}`);
     }
@@ -227,18 +259,35 @@ describe('renderOperationHelp', () => {
   });
 
   it('builds the action from the namespace with a single slash', () => {
-    const custom = renderOperationHelp(service({ namespace: 'urn:example:catalog' }), URL, operation('Search'));
+    const custom = renderOperationHelp(service({ namespace: 'urn:example:catalog' }), URL, operation('Search'), profiles);
     expect(custom).toContain('SOAPAction: "urn:example:catalog/Search"');
     expect(custom).toContain('&lt;Search xmlns="urn:example:catalog"&gt;');
-    const slashed = renderOperationHelp(service(), URL, operation('ProductLookup'));
+    const slashed = renderOperationHelp(service(), URL, operation('ProductLookup'), profiles);
     expect(slashed).toContain('SOAPAction: "http://tempuri.org/ProductLookup"');
     expect(slashed).toContain('&lt;productNumber&gt;<font class=value>int</font>&lt;/productNumber&gt;');
   });
 
-  it('takes the host from the URL and the path as requested', () => {
-    const custom = renderOperationHelp(service(), 'http://10.0.0.7:8080/Index.ASMX', operation('Search'));
-    expect(custom).toContain('POST /Index.ASMX HTTP/1.1\r\nHost: 10.0.0.7\r\n');
-    expect(custom).toContain('GET /Index.ASMX/Search?');
+  it('takes the host from the URL and the path as requested; links and form stay relative to the page', () => {
+    const custom = renderOperationHelp(service(), 'http://10.0.0.7:8080/legacy/Index.ASMX', operation('Search'), profiles);
+    expect(custom).toContain('POST /legacy/Index.ASMX HTTP/1.1\r\nHost: 10.0.0.7\r\n');
+    expect(custom).toContain('GET /legacy/Index.ASMX/Search?');
+    expect(custom).toContain('<a href="Index.ASMX">here</a>');
+    expect(custom).toContain('action="Index.ASMX/Search"');
+  });
+});
+
+describe('links', () => {
+  it('are relative on every page, the form action included, so they hold whatever scheme and host the browser used', () => {
+    const pages = [
+      renderServiceHelp(service(), URL),
+      ...OPERATIONS.map((op) => renderOperationHelp(service(), URL, op, profiles)),
+      renderMethodNotFound(service(), URL, 'Nope'),
+    ];
+    for (const html of pages) {
+      const targets = [...html.matchAll(/ (?:href|action)="([^"]*)"/g)].map((match) => match[1]);
+      expect(targets.length).toBeGreaterThan(0);
+      for (const target of targets) expect(target).toMatch(/^(index\.asmx([?/]|$)|\?WSDL$)/);
+    }
   });
 });
 
@@ -248,7 +297,7 @@ describe('renderMethodNotFound', () => {
     expect(html).toContain('<title>CatalogService Web Service</title>');
     expect(html).toContain('<h2>Method Not Found</h2>');
     expect(html).toContain("Method '&lt;script&gt;alert(1)&lt;/script&gt;' was not found in service CatalogService.");
-    expect(html).toContain('Click <a href="https://legacy.example.com/index.asmx">here</a> for a complete list of operations.');
+    expect(html).toContain('Click <a href="index.asmx">here</a> for a complete list of operations.');
     expect(html).not.toContain('<script>');
   });
 

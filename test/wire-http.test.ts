@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import type { Running } from '../src/main.js';
-import { testService } from './support/config.js';
+import { testConfig, testService } from './support/config.js';
 import { startProxy } from './support/proxy.js';
 import { rawRequest, type RawRequest, type RawResponse } from './support/raw-http.js';
 import {
@@ -166,8 +166,8 @@ describe('§1 dispatch', () => {
       expect((await proxy().send('/iNdEx.AsMx?disco')).text).toBe(discoDocument(`${proxy().base}/iNdEx.AsMx`));
     });
 
-    it('/INDEX.ASMX help links to the description at that path', async () => {
-      expect((await proxy().send('/INDEX.ASMX')).text).toContain(`<a href="${proxy().base}/INDEX.ASMX?WSDL">Service Description</a>`);
+    it('/INDEX.ASMX help links to the operations at that path', async () => {
+      expect((await proxy().send('/INDEX.ASMX')).text).toContain('<a href="INDEX.ASMX?op=Search">Search</a>');
     });
 
     it('PUT /INDEX.ASMX → 405', async () => {
@@ -377,7 +377,7 @@ describe('§7 service description and help', () => {
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe(XML_CONTENT_TYPE);
     // The document the renderer tests check against §7.2: declaration, CRLF, two-space indentation.
-    expect(res.text).toBe(renderWsdl(testService(), url()));
+    expect(res.text).toBe(renderWsdl(testService(), url(), testConfig().paging.profiles));
     expect(res.text.startsWith(`${XML_DECLARATION}\r\n<wsdl:definitions `)).toBe(true);
     expect(res.text).not.toMatch(/[^\r]\n/);
     expect(wsdlAddresses(res.text)).toEqual(Array(4).fill(url()));
@@ -411,7 +411,7 @@ describe('§7 service description and help', () => {
   });
 
   it('other keys do not matter: ?op=Search&wsdl is the WSDL, ?op=Search&wsdl=x not found', async () => {
-    expect((await proxy().send('/index.asmx?op=Search&wsdl')).text).toBe(renderWsdl(testService(), url()));
+    expect((await proxy().send('/index.asmx?op=Search&wsdl')).text).toBe(renderWsdl(testService(), url(), testConfig().paging.profiles));
     expectTextError(await proxy().send('/index.asmx?op=Search&wsdl=x'), 'XML Web service description was not found.\r\n');
   });
 
@@ -421,8 +421,8 @@ describe('§7 service description and help', () => {
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe(HTML);
       for (const text of [
-        `The following operations are supported.  For a formal definition, please review the <a href="${url()}?WSDL">Service Description</a>.`,
-        ...['AdvancedSearch', 'ProductLookup', 'Search', 'StoreLookup', 'StoreLookupPaged'].map((op) => `<a href="${url()}?op=${op}">${op}</a>`),
+        'The following operations are supported.  For a formal definition, please review the <a href="?WSDL">Service Description</a>.',
+        ...['AdvancedSearch', 'ProductLookup', 'Search', 'StoreLookup', 'StoreLookupPaged'].map((op) => `<a href="index.asmx?op=${op}">${op}</a>`),
         'Deprecated. Use /product.search.cp instead.',
         'Deprecated. Use /product.searchForProductsOfStore.cp instead.',
         'Deprecated. Use /product.searchForProduct.cp instead.',
@@ -433,14 +433,16 @@ describe('§7 service description and help', () => {
       }
     });
 
-    it('?op=Search: the operation page, remote form', async () => {
+    it('?op=Search: the operation page with the test form', async () => {
       const res = await proxy().send('/index.asmx?op=Search');
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe(HTML);
       for (const text of [
-        `Click <a href="${url()}">here</a> for a complete list of operations.`,
+        'Click <a href="index.asmx">here</a> for a complete list of operations.',
         '<h2>Search</h2>',
-        'The test form is only available for requests from the local machine.',
+        "To test the operation using the HTTP POST protocol, click the 'Invoke' button.",
+        '<form target="_blank" action="index.asmx/Search" method="POST">',
+        '<input type="submit" value="Invoke" class="button">',
         ...['SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST'].map(
           (title) => `The following is a sample ${title} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.`,
         ),
@@ -449,7 +451,6 @@ describe('§7 service description and help', () => {
       ]) {
         expect(res.text).toContain(text);
       }
-      expect(res.text).not.toContain('Invoke');
     });
 
     it.each([
@@ -514,10 +515,13 @@ describe('§7.1 addresses', () => {
       expect((await get('?disco')).text).toBe(discoDocument(url));
     });
 
-    it('help page: the links', async () => {
+    // The links are relative whatever the address (§7.4); only the samples spell it out.
+    it('help page: relative links, the address in the samples', async () => {
       const body = (await get('')).text;
-      expect(body).toContain(`<a href="${url}?WSDL">Service Description</a>`);
-      expect(body).toContain(`href="${url}?disco"`);
+      expect(body).toContain('<a href="?WSDL">Service Description</a>');
+      expect(body).toContain(`href="${path.slice(1)}?disco"`);
+      const { pathname, hostname } = new URL(url);
+      expect((await get('?op=Search')).text).toContain(`POST ${pathname} HTTP/1.1\r\nHost: ${hostname}\r\n`);
     });
   });
 });

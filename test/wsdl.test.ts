@@ -8,7 +8,7 @@ import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND } from '../src/messages.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
-import { testService } from './support/config.js';
+import { testConfig, testService } from './support/config.js';
 import { XSD_NS } from './support/wire.js';
 
 // Expected values are written out from the specs (docs/wire.md §0, §7.2/§7.3),
@@ -16,6 +16,7 @@ import { XSD_NS } from './support/wire.js';
 
 const URL = 'https://legacy.example.com/index.asmx';
 const service = testService;
+const profiles = testConfig().paging.profiles;
 
 const WSDL = 'http://schemas.xmlsoap.org/wsdl/';
 const SOAP11 = 'http://schemas.xmlsoap.org/wsdl/soap/';
@@ -85,7 +86,7 @@ function attributesOf(node: XmlElement): Record<string, string> {
 }
 
 describe('renderWsdl', () => {
-  const text = renderWsdl(service(), URL);
+  const text = renderWsdl(service(), URL, profiles);
   const root = parseXml(text);
 
   it('is an indented UTF-8 document with CRLF line breaks', () => {
@@ -195,7 +196,7 @@ describe('renderWsdl', () => {
     }
   });
 
-  it('has exactly three portTypes, each operation documented with its deprecation', () => {
+  it('has exactly three portTypes, each operation documented with its deprecation and parameter mapping', () => {
     const portTypes = children(root, 'portType');
     expect(names(portTypes)).toEqual(['CatalogServiceSoap', 'CatalogServiceHttpGet', 'CatalogServiceHttpPost']);
     for (const portType of portTypes) {
@@ -208,14 +209,34 @@ describe('renderWsdl', () => {
         expect(rest).toEqual([]);
         expect(documentation!.name).toBe('wsdl:documentation');
         expect(attributesOf(documentation!)).toEqual({ 'xmlns:wsdl': WSDL });
-        expect(innerText(documentation!)).toContain('Deprecated');
-        expect(innerText(documentation!)).toContain(op.replacement);
+        expect(innerText(documentation!).startsWith(`Deprecated. Use ${op.replacement} instead.`)).toBe(true);
+        // The mapping follows the sentence (and migration note), starting with the first parameter.
+        expect(innerText(documentation!)).toContain(`. Parameters: ${op.params[0]![0]} → `);
         expect([input!.name, attribute(input!, 'message')]).toEqual(['wsdl:input', `tns:${op.name}${protocol}In`]);
         expect([output!.name, attribute(output!, 'message')]).toEqual(['wsdl:output', `tns:${op.name}${protocol}Out`]);
       });
     }
     expect(text).toContain(
-      '<wsdl:documentation xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/">Deprecated. Use /product.searchForProduct.cp instead.</wsdl:documentation>',
+      '<wsdl:documentation xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/">Deprecated. Use /product.searchForProduct.cp instead.' +
+        ' Parameters: productNumber → productId (the same number); apiKey → appKey (the application key of the caller);' +
+        ' version → v (the API version of the replacement endpoint, not of the legacy service).</wsdl:documentation>',
+    );
+  });
+
+  it('names the page parameters of the configured paging profile in the mapping', () => {
+    const renamed = { ...profiles, '/product.search.cp': { ...profiles['/product.search.cp'], pageParam: 'p', sizeParam: 'n' } };
+    const advanced = children(children(parseXml(renderWsdl(service(), URL, renamed)), 'portType')[0]!).find(
+      (operation) => attribute(operation, 'name') === 'AdvancedSearch',
+    )!;
+    expect(innerText(only(advanced, 'documentation'))).toBe(
+      'Deprecated. Use /product.search.cp instead. Use page-based requesting instead of startResults and maxResults; parameter merchandiseIds replaces productTypes.' +
+        ' Parameters: query → query (the same text);' +
+        ' productTypes → merchandiseIds (the ids of the product types, comma-separated (mapping.merchandise));' +
+        ' startResults, maxResults → p, n (request the pages that cover the items from startResults on, and keep maxResults of them);' +
+        ' maxProductsPerDesign → maxProductsPerDesign (the same number);' +
+        ' sort → sort (the sort names of the replacement (by_score_desc, by_date_desc));' +
+        ' apiKey → appKey (the application key of the caller);' +
+        ' version → v (the API version of the replacement endpoint, not of the legacy service).',
     );
   });
 
@@ -298,7 +319,7 @@ describe('renderWsdl', () => {
   });
 
   it('takes the namespace and service name from configuration', () => {
-    const custom = parseXml(renderWsdl(service({ namespace: 'urn:example:catalog', name: 'Legacy' }), URL));
+    const custom = parseXml(renderWsdl(service({ namespace: 'urn:example:catalog', name: 'Legacy' }), URL, profiles));
     expect(attribute(custom, 'targetNamespace')).toBe('urn:example:catalog');
     expect(attribute(custom, 'xmlns:tns')).toBe('urn:example:catalog');
     expect(names(children(custom, 'portType'))).toEqual(['LegacySoap', 'LegacyHttpGet', 'LegacyHttpPost']);
@@ -306,13 +327,13 @@ describe('renderWsdl', () => {
     const soapOperation = only(children(children(custom, 'binding')[0]!, 'operation')[0]!, 'operation');
     expect(attribute(soapOperation, 'soapAction')).toBe('urn:example:catalog/StoreLookup');
 
-    const slashed = renderWsdl(service({ namespace: 'http://example.com/catalog/' }), URL);
+    const slashed = renderWsdl(service({ namespace: 'http://example.com/catalog/' }), URL, profiles);
     expect(slashed).toContain('soapAction="http://example.com/catalog/Search"');
     expect(slashed).not.toContain('catalog//');
   });
 
   it('escapes attribute values', () => {
-    expect(renderWsdl(service(), 'https://h.example/index.asmx?a=1&b="2"')).toContain(
+    expect(renderWsdl(service(), 'https://h.example/index.asmx?a=1&b="2"', profiles)).toContain(
       '<soap:address location="https://h.example/index.asmx?a=1&amp;b=&quot;2&quot;" />',
     );
   });

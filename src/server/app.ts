@@ -96,7 +96,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   if (!deps.upstream) fastify.addHook('onClose', async () => upstream.close());
   await fastify.register(healthPlugin, { upstreamReachable: () => upstream.reachable(), cacheMs: READINESS_CACHE_MS });
   await fastify.register(callRunnerPlugin, { config, upstream });
-  await fastify.register(descriptionsPlugin, { server: config.server, service: config.service });
+  await fastify.register(descriptionsPlugin, { server: config.server, service: config.service, profiles: config.paging.profiles });
   const operator = { hits: fastify.hits, readiness: () => fastify.readiness() };
   const admin = config.server.adminPort === null ? null : Fastify({ loggerInstance: fastify.log, logController: new LogController({ disableRequestLogging: true }) });
   // Registered before the dispatcher, whose catch-all route would otherwise take these paths.

@@ -16,16 +16,17 @@ declare module 'fastify' {
 export interface DescriptionsOptions {
   readonly server: Config['server'];
   readonly service: Config['service'];
+  readonly profiles: Config['paging']['profiles'];
 }
 
 /** The service descriptions, at the public address of the service (docs/wire.md §7.1). */
 export const descriptionsPlugin = fp<DescriptionsOptions>(
-  async (fastify, { server, service }) => {
+  async (fastify, { server, service, profiles }) => {
     fastify.decorate('serveDescription', (request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string) => {
       const base = server.publicBaseUrl ?? requestBase(request.protocol, request.host);
       // Addresses cannot be built from such a Host; HTTP.sys would have refused it before IIS.
       if (base === null) return send(reply, errorPage(400, INVALID_HOSTNAME));
-      send(reply, describeService(service, query, `${base}${servicePath}`));
+      send(reply, describeService(service, profiles, query, `${base}${servicePath}`));
     });
   },
   { name: 'descriptions', fastify: '5.x' },

@@ -6,6 +6,7 @@ import { queryCollection } from '../aspnet/url-decode.js';
 import type { Acceptance } from '../binding.js';
 import { renderDisco } from './disco.js';
 import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from './help.js';
+import type { PagingProfiles } from './replacement.js';
 import { renderWsdl } from './wsdl.js';
 
 /**
@@ -21,16 +22,17 @@ export function descriptionAccepts(method: string, pathInfo: string): Acceptance
  * A GET with no PathInfo: the Discovery protocol if it accepts (docs/wire.md §1 row 4), else the help
  * page. Discovery looks at `schema`, then `wsdl` (any value, even empty, names an extra document, and
  * this service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
+ * The paging profiles name the replacement's page parameters in the WSDL and on the help pages.
  */
-export function describeService(service: Config['service'], query: string, publicUrl: string): Answer {
+export function describeService(service: Config['service'], profiles: PagingProfiles, query: string, publicUrl: string): Answer {
   const get = queryCollection(query);
   if (get('schema') !== undefined) return textError([SCHEMA_NOT_FOUND]);
   if (get('wsdl') !== undefined) return textError([WSDL_NOT_FOUND]);
   const nameless = get(null)?.toLowerCase();
-  if (nameless === 'wsdl') return xmlAnswer(renderWsdl(service, publicUrl));
+  if (nameless === 'wsdl') return xmlAnswer(renderWsdl(service, publicUrl, profiles));
   if (nameless === 'disco') return xmlAnswer(renderDisco(service, publicUrl));
   const opName = get('op');
   if (opName === undefined) return htmlAnswer(renderServiceHelp(service, publicUrl));
   const op = findOperation(opName);
-  return htmlAnswer(op ? renderOperationHelp(service, publicUrl, op) : renderMethodNotFound(service, publicUrl, opName));
+  return htmlAnswer(op ? renderOperationHelp(service, publicUrl, op, profiles) : renderMethodNotFound(service, publicUrl, opName));
 }

@@ -2,6 +2,7 @@ import type { Config } from '../../config.js';
 import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../../operations.js';
 import { element, type XmlElement } from '../../xml/tree.js';
 import { writeXmlDocument } from '../../xml/write.js';
+import { shownMapping, type PagingProfiles } from './replacement.js';
 
 /**
  * `?WSDL`: the WSDL 1.1 document ASMX generates for this service (docs/wire.md §7.2), built from the
@@ -92,7 +93,7 @@ export function soapBindingNames(service: Service): string[] {
   return BINDINGS.filter((binding) => binding.portType === 'Soap').map((binding) => service.name + binding.suffix);
 }
 
-export function renderWsdl(service: Service, url: string): string {
+export function renderWsdl(service: Service, url: string, profiles: PagingProfiles): string {
   const ns = service.namespace;
   // The order of these declarations is the baseline of docs/wire.md §7.2 (ASMX writes hashtable order).
   const root = element(
@@ -118,7 +119,7 @@ export function renderWsdl(service: Service, url: string): string {
         ),
       ]),
       ...PORT_TYPES.flatMap((portType) => OPERATIONS.flatMap((op) => messages(portType, op))),
-      ...PORT_TYPES.map((portType) => portTypeElement(service, portType)),
+      ...PORT_TYPES.map((portType) => portTypeElement(service, portType, profiles)),
       ...BINDINGS.map((binding) => bindingElement(service, binding)),
       element(
         'wsdl:service',
@@ -167,7 +168,7 @@ function messages(portType: PortTypeSpec, op: OperationSpec): XmlElement[] {
   ];
 }
 
-function portTypeElement(service: Service, portType: PortTypeSpec): XmlElement {
+function portTypeElement(service: Service, portType: PortTypeSpec, profiles: PagingProfiles): XmlElement {
   const messageName = (op: OperationSpec, direction: string): string => `tns:${op.name}${portType.suffix}${direction}`;
   return element(
     'wsdl:portType',
@@ -175,12 +176,21 @@ function portTypeElement(service: Service, portType: PortTypeSpec): XmlElement {
     OPERATIONS.map((op) =>
       element('wsdl:operation', { name: op.name }, [
         // ASMX repeats the wsdl namespace declaration on every documentation element.
-        element('wsdl:documentation', { 'xmlns:wsdl': WSDL_NS }, [deprecationText(op)]),
+        element('wsdl:documentation', { 'xmlns:wsdl': WSDL_NS }, [documentation(op, profiles)]),
         element('wsdl:input', { message: messageName(op, 'In') }),
         element('wsdl:output', { message: messageName(op, 'Out') }),
       ]),
     ),
   );
+}
+
+/**
+ * The deprecation sentence first (what a generated proxy shows as the method's summary), then the
+ * parameter mapping as plain text: WSDL readers show the documentation without markup.
+ */
+function documentation(op: OperationSpec, profiles: PagingProfiles): string {
+  const lines = shownMapping(op, profiles).map(({ legacy, replacement, note }) => `${legacy} → ${replacement} (${note})`);
+  return `${deprecationText(op)} Parameters: ${lines.join('; ')}.`;
 }
 
 function bindingElement(service: Service, binding: BindingSpec): XmlElement {
