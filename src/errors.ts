@@ -1,5 +1,5 @@
 import type { OperationSpec } from './operations.js';
-import { translationText, upstreamText, type TranslationDetail } from './messages.js';
+import { refusalText, translationText, upstreamText, type RefusalDetail, type TranslationDetail } from './messages.js';
 
 /**
  * Errors as named values. Each one says why a call failed (`reason`, for logs and metrics) and carries
@@ -25,6 +25,10 @@ export type FailureReason =
   | 'upstream_invalid'
   /** The legacy client went away before its answer was ready; the upstream requests were cancelled. */
   | 'client_closed'
+  /** Refused in a scheduled brownout window (`brownouts`): the caller is to move to the replacement. */
+  | 'brownout'
+  /** Refused for good: `deprecation.sunsetAt` has passed and `deprecation.refuseAfterSunset` is on. */
+  | 'sunset'
   /** A defect: something threw that is none of the above. */
   | 'internal';
 
@@ -144,6 +148,27 @@ export class ClientClosedError extends CallError {
   constructor() {
     super('The client closed the connection.');
     this.name = 'ClientClosedError';
+  }
+}
+
+// --- Brownouts and sunset ------------------------------------------------------------------------
+
+/**
+ * A call the proxy refuses on purpose, before translating it (docs/migration.md §5): its text names the
+ * replacement, the call's own successor request and the sunset date. `retryAfterSeconds`: until the
+ * brownout window closes; null after sunset, when retrying does not help.
+ */
+export class CallRefused extends CallError {
+  readonly reason: 'brownout' | 'sunset';
+  readonly detail: RefusalDetail;
+  readonly retryAfterSeconds: number | null;
+
+  constructor(detail: RefusalDetail, retryAfterSeconds: number | null) {
+    super(refusalText(detail));
+    this.name = 'CallRefused';
+    this.detail = detail;
+    this.reason = detail.reason;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 

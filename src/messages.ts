@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { UpstreamFailure } from './errors.js';
+import type { Refusal } from './migration/brownouts.js';
+import type { OperationName, UpstreamPath } from './operations.js';
 
 /**
  * The message catalogue: every text a legacy client can read in a fault, an error text or an error
@@ -135,6 +137,30 @@ export function upstreamText(failure: UpstreamFailure): string {
     case 'count_mismatch':
       return `The upstream pages hold ${failure.items} items, but report ${failure.total}.`;
   }
+}
+
+// --- Brownouts and sunset: the proxy's own words for a call it refuses on purpose (docs/migration.md §5) ---
+
+/** A refusal with what its text names: the operation, its replacement, the call's own successor request, the sunset. */
+export type RefusalDetail = Refusal & {
+  readonly operation: OperationName;
+  readonly replacement: UpstreamPath;
+  /** `successorOf` the call's plan; null when the call does not translate. */
+  readonly successor: string | null;
+  /** `deprecation.sunsetAt`, when set. */
+  readonly sunsetAt: number | null;
+};
+
+export function refusalText(detail: RefusalDetail): string {
+  const instead = `Use ${detail.replacement} instead${detail.successor === null ? '.' : `: ${detail.successor}`}`;
+  if (detail.reason === 'sunset') return `This operation is no longer available: ${detail.operation} was switched off on ${instant(detail.since)}. ${instead}`;
+  const sunset = detail.sunsetAt === null ? '' : ` and will be switched off on ${instant(detail.sunsetAt)}`;
+  return `This operation is temporarily unavailable (scheduled brownout "${detail.brownout}" until ${instant(detail.until)}): ${detail.operation} is deprecated${sunset}. ${instead}`;
+}
+
+/** An instant as UTC ISO 8601, milliseconds only when there are some: the form the configuration takes. */
+function instant(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
 }
 
 // --- Translation: the proxy's own words for input it cannot translate ------------------------------

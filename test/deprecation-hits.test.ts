@@ -1,82 +1,47 @@
-import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
-import { buildApp, type App } from '../src/server/app.js';
-import { recordingUpstream } from './support/pages.js';
+import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
-import type { StubUpstream } from './support/stub-upstream.js';
-import { SERVICE_NAMESPACE, SOAP11_ENV, SOAP12_CONTENT_TYPE, SOAP12_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
+import { startRecordedApp, type RecordedApp } from './support/recorded-app.js';
 
 /**
  * Every call is one deprecation hit with the same fields, whichever binding it came in on: the
  * dashboards count callers per operation and binding from these lines and from `legacy_calls_total`.
  */
 
-let upstream: StubUpstream;
-let app: App;
-let base: string;
-const lines: Record<string, unknown>[] = [];
+let recorded: RecordedApp;
 
 beforeAll(async () => {
-  upstream = await recordingUpstream(100);
-  const config = loadConfig(
-    { UPSTREAM_URL: upstream.origin },
-    {
-      log: { level: 'info' },
-      clients: [
-        { name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: ['warehouse-key'] },
-        { name: 'shop', fingerprints: [clientFingerprint('shop-key')] },
-        // The tests call from loopback: a key of the table wins over the address of another client.
-        { name: 'office', addresses: ['127.0.0.0/8', '::1'] },
-      ],
-    },
-  );
-  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
-  app = await buildApp(config, { logger });
-  base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+  recorded = await startRecordedApp({
+    clients: [
+      { name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: ['warehouse-key'] },
+      { name: 'shop', fingerprints: [clientFingerprint('shop-key')] },
+      // The tests call from loopback: a key of the table wins over the address of another client.
+      { name: 'office', addresses: ['127.0.0.0/8', '::1'] },
+    ],
+  });
 });
 
-afterAll(async () => {
-  await app.fastify.close();
-  await upstream.close();
-});
+afterAll(() => recorded.close());
 
 beforeEach(() => {
-  lines.length = 0;
+  recorded.lines.length = 0;
 });
 
-type Binding = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
-
 /** `op` called over `binding` with `params` (in declaration order), as a client of that binding sends it. */
-function call(binding: Binding, op: string, params: Readonly<Record<string, string>>): Promise<Response> {
-  const fields = Object.entries(params);
-  const headers = { 'user-agent': `hits-test/${binding}` };
-  if (binding === 'httpGet') return fetch(`${base}/index.asmx/${op}?${new URLSearchParams(fields)}`, { headers });
-  if (binding === 'httpPost') {
-    return fetch(`${base}/index.asmx/${op}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
-  }
-  const children = fields.map(([name, value]) => `<${name}>${value}</${name}>`).join('');
-  const envelope = `${XML_DECLARATION}<soap:Envelope xmlns:soap="${binding === 'soap11' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
-  const action = `${SERVICE_NAMESPACE}${op}`;
-  const soapHeaders: Record<string, string> =
-    binding === 'soap11'
-      ? { 'content-type': XML_CONTENT_TYPE, soapaction: `"${action}"` }
-      : { 'content-type': `${SOAP12_CONTENT_TYPE}; action="${action}"` };
-  return fetch(`${base}/index.asmx`, { method: 'POST', headers: { ...headers, ...soapHeaders }, body: envelope });
+function call(binding: CallBinding, op: string, params: Readonly<Record<string, string>>): Promise<Response> {
+  return legacyCall(recorded.base, binding, op, params, { 'user-agent': `hits-test/${binding}` });
 }
 
 async function hitOf(response: Response): Promise<Record<string, unknown>> {
   await response.text();
-  const hits = lines.filter((line) => line.event === 'deprecated_call');
+  const hits = recorded.lines.filter((line) => line.event === 'deprecated_call');
   expect(hits).toHaveLength(1);
   return hits[0] as Record<string, unknown>;
 }
 
-const BINDINGS: readonly Binding[] = ['soap11', 'soap12', 'httpGet', 'httpPost'];
-
 describe('the deprecation hit', () => {
-  it.each(BINDINGS)('%s: a successful call records every field of the schema', async (binding) => {
+  it.each(CALL_BINDINGS)('%s: a successful call records every field of the schema', async (binding) => {
     const hit = await hitOf(await call(binding, 'Search', { query: 'dog', apiKey: 'caller-key-1', version: '2.0' }));
     expect(hit).toMatchObject({
       event: 'deprecated_call',
@@ -102,7 +67,7 @@ describe('the deprecation hit', () => {
     expect(JSON.stringify(hit)).not.toContain('caller-key-1');
   });
 
-  it.each(BINDINGS)('%s: a call with a bad int is recorded under its operation, as a fault of the request', async (binding) => {
+  it.each(CALL_BINDINGS)('%s: a call with a bad int is recorded under its operation, as a fault of the request', async (binding) => {
     const response = await call(binding, 'ProductLookup', { productNumber: 'abc', apiKey: 'caller-key-2' });
     expect(response.status).toBe(500);
     const hit = await hitOf(response);
@@ -117,7 +82,7 @@ describe('the deprecation hit', () => {
     });
   });
 
-  it.each(BINDINGS)('%s: a value the translation refuses is a client_input fault of the caller', async (binding) => {
+  it.each(CALL_BINDINGS)('%s: a value the translation refuses is a client_input fault of the caller', async (binding) => {
     const hit = await hitOf(await call(binding, 'AdvancedSearch', { query: 'dog', apiKey: 'caller-key-3', productTypes: 'Hovercraft' }));
     expect(hit).toMatchObject({
       operation: 'AdvancedSearch',
@@ -137,14 +102,14 @@ describe('the deprecation hit', () => {
 
   it('legacy_calls_total counts SOAP faults under the operation called', async () => {
     await (await call('soap11', 'ProductLookup', { productNumber: '1x' })).text();
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await fetch(`${recorded.base}/metrics`)).text();
     expect(metrics).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap11",outcome="fault",client="office"\} [1-9]/m);
     expect(metrics).not.toMatch(/^legacy_calls_total\{operation="unknown",binding="soap11"/m);
   });
 });
 
 describe('named clients (the clients table)', () => {
-  it.each(BINDINGS)('%s: a client named by its apiKey is named in the hit, with its team and contact, and in the metrics', async (binding) => {
+  it.each(CALL_BINDINGS)('%s: a client named by its apiKey is named in the hit, with its team and contact, and in the metrics', async (binding) => {
     const hit = await hitOf(await call(binding, 'ProductLookup', { productNumber: '7', apiKey: 'warehouse-key' }));
     expect(hit).toMatchObject({
       client: 'warehouse',
@@ -154,7 +119,7 @@ describe('named clients (the clients table)', () => {
       contact: 'logistics@example.com',
     });
     expect(JSON.stringify(hit)).not.toContain('warehouse-key');
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await fetch(`${recorded.base}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`^legacy_calls_total\\{operation="ProductLookup",binding="${binding}",outcome="ok",client="warehouse"\\} [1-9]`, 'm'));
   });
 
@@ -177,12 +142,12 @@ describe('named clients (the clients table)', () => {
 });
 
 describe('the successor-version link of each answer', () => {
-  it.each(BINDINGS)('%s: names the exact .cp request that replaces the call, without the key, and the hit records it', async (binding) => {
+  it.each(CALL_BINDINGS)('%s: names the exact .cp request that replaces the call, without the key, and the hit records it', async (binding) => {
     const response = await call(binding, 'AdvancedSearch', { query: 'red dog', apiKey: 'secret-key', version: '1', productTypes: 'Large Mug', startResults: '60', maxResults: '20', sort: 'by-date-desc' });
     expect(response.status).toBe(200);
     // Items 60..79 are page 4 of 20 (docs/upstream.md §3): the request a migrated client sends.
     const successor = '/product.search.cp?v=3&query=red+dog&merchandiseIds=1&sort=by_date_desc&pageNumber=4&resultsPerPage=20';
-    expect(response.headers.get('link')).toBe(`<${upstream.origin}${successor}>; rel="successor-version"`);
+    expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${successor}>; rel="successor-version"`);
     expect((await hitOf(response)).successor).toBe(successor);
     expect(response.headers.get('link')).not.toContain('secret-key');
   });

@@ -5,19 +5,23 @@ import { startProxy, startUnreachableProxy } from './support/proxy.js';
 import { rawRequest, type RawResponse } from './support/raw-http.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
 import {
+  ENV_NS,
   INT32_OUT_OF_RANGE,
   NOT_AN_INT32,
   REFUSED_CONNECTION_FAULT,
   SERVICE_NAMESPACE,
-  SOAP11_ENV,
   SOAP12_CONTENT_TYPE,
-  SOAP12_ENV,
   UNABLE_TO_PROCESS,
   UNABLE_TO_READ,
   XML_CONTENT_TYPE,
   XML_DECLARATION,
   XSD_NS,
   XSI_NS,
+  envelopeStart,
+  escapeText,
+  expectedFault,
+  type FaultCode,
+  type Version,
 } from './support/wire.js';
 
 /**
@@ -28,39 +32,14 @@ import {
  * parameter binding and request decoding visible on the wire.
  */
 
-type Version = '1.1' | '1.2';
 type RequestHeaders = Readonly<Record<string, string>>;
 
 const ACTION = `${SERVICE_NAMESPACE}Search`;
-const ENV_NS: Readonly<Record<Version, string>> = { '1.1': SOAP11_ENV, '1.2': SOAP12_ENV };
 
 // --- The answers, written from the spec ------------------------------------------------------
 
-/** §4: the declaration and the envelope start tag, `soap`/`xsi`/`xsd` in this order. */
-const envelopeStart = (version: Version): string => `<soap:Envelope xmlns:soap="${ENV_NS[version]}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`;
-
 /** §4, §5.2: every answer's Content-Type, never with an action parameter. */
 const CONTENT_TYPE: Readonly<Record<Version, string>> = { '1.1': XML_CONTENT_TYPE, '1.2': SOAP12_CONTENT_TYPE };
-
-/** §5.4: the Upgrade header of VersionMismatch faults, verbatim. */
-const UPGRADE_HEADER =
-  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
-
-/** §5.1 codes as they appear on the wire: 1.1 Client/Server/VersionMismatch, 1.2 Sender/Receiver. */
-type FaultCode = 'soap:Client' | 'soap:Server' | 'soap:VersionMismatch' | 'soap:Sender' | 'soap:Receiver';
-
-/** §4 escaping of text content: `&`, `<`, `>` only (so `--->` is `---&gt;`, CR LF stay raw). */
-const escapeText = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-
-/** §5.1 shapes with the §4 prolog, one line, no trailing newline. */
-function expectedFault(version: Version, code: FaultCode, text: string): string {
-  const fault =
-    version === '1.1'
-      ? `<soap:Fault><faultcode>${code}</faultcode><faultstring>${escapeText(text)}</faultstring><detail /></soap:Fault>`
-      : `<soap:Fault><soap:Code><soap:Value>${code}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">${escapeText(text)}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
-  const header = code === 'soap:VersionMismatch' ? UPGRADE_HEADER : '';
-  return `${XML_DECLARATION}${envelopeStart(version)}${header}<soap:Body>${fault}</soap:Body></soap:Envelope>`;
-}
 
 /** §4: what surrounds `{result}` in a success envelope. */
 function successFrame(version: Version, op: string): readonly [head: string, tail: string] {

@@ -1,5 +1,5 @@
 import Type, { type Static, type TEnumValue, type TObject, type TProperties, type TSchema, type TString } from 'typebox';
-import { PAGED_PATHS, UPSTREAM_ENDPOINTS, type PagedPath, type UpstreamPath } from '../operations.js';
+import { OPERATIONS, PAGED_PATHS, UPSTREAM_ENDPOINTS, type PagedPath, type UpstreamPath } from '../operations.js';
 import { MERCHANDISE } from './merchandise.js';
 
 /**
@@ -65,6 +65,32 @@ const client = Type.Object(
     addresses: Type.Array(Type.String({ format: 'ip-range' }), { default: [] }),
   },
   { additionalProperties: false, required: ['name'] },
+);
+
+/** A date and time with its offset: never the machine's time zone. */
+const instant = (options: { default?: string } = {}) => Type.String({ minLength: 1, format: 'offset-date-time', ...options });
+
+/** Annotated, not inferred: the operations' own types are made from `Config`. */
+const OPERATION_NAMES: string[] = OPERATIONS.map((op) => op.name);
+
+/**
+ * A scheduled brownout (docs/migration.md §5): from `start`, for `durationMinutes`, once or again every
+ * day or week until `until`, the calls of the listed operations from the listed clients (none listed:
+ * all) are refused with a fault naming their replacement. Its name is a metric label value.
+ */
+const brownout = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$', patternProblem: 'must be 1 to 64 letters, digits, "_", "." or "-"' }),
+    operations: Type.Array(Type.Enum(OPERATION_NAMES), { default: [] }),
+    /** Names of the `clients` table; validate.ts refuses any other. */
+    clients: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    start: instant(),
+    durationMinutes: Type.Integer({ minimum: 1, maximum: 525_600 }),
+    repeat: nullable(Type.Enum(['daily', 'weekly'])),
+    /** The last moment a repeated window may start. */
+    until: nullable(instant()),
+  },
+  { additionalProperties: false, required: ['name', 'start', 'durationMinutes'] },
 );
 
 /** One profile per paged endpoint of the operations table, its defaults from there. */
@@ -133,8 +159,10 @@ export const ConfigSchema = Type.Object(
       }),
     }),
     deprecation: section({
-      deprecatedAt: Type.String({ minLength: 1, format: 'offset-date-time', default: '2026-01-01T00:00:00Z' }),
-      sunsetAt: nullable(Type.String({ minLength: 1, format: 'offset-date-time' })),
+      deprecatedAt: instant({ default: '2026-01-01T00:00:00Z' }),
+      sunsetAt: nullable(instant()),
+      /** Once `sunsetAt` has passed, every call is refused with a fault naming its replacement. */
+      refuseAfterSunset: Type.Boolean({ default: false }),
       policyUrl: url(),
       successorUrl: url(),
       /** Where callers reach the `.cp` endpoints: the base of each answer's per-call successor link; `null`: upstream.baseUrl. */
@@ -143,6 +171,7 @@ export const ConfigSchema = Type.Object(
       clientIdKey: nullable(Type.String({ minLength: 1 })),
     }),
     clients: Type.Array(client, { default: [] }),
+    brownouts: Type.Array(brownout, { default: [] }),
     demo: section({
       seed: integer(0, 2 ** 31 - 1, 20_091_117),
       stores: integer(1, 100, 6),

@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { REPEAT_PERIOD_MS } from '../migration/brownouts.js';
 import { ConfigError, FORMATS, refusal } from './messages.js';
 import { ConfigSchema, type Config, type Settings } from './schema.js';
 
@@ -30,6 +31,11 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       `must be at least upstream.callTimeoutMs (${upstream.callTimeoutMs}), so that calls in flight can finish.`,
   ],
   ['clients', ({ clients }) => clientsProblem(clients)],
+  ['brownouts', ({ brownouts, clients }) => brownoutsProblem(brownouts, clients)],
+  [
+    'deprecation.refuseAfterSunset',
+    ({ deprecation }) => deprecation.refuseAfterSunset && deprecation.sunsetAt === null && 'must be false unless deprecation.sunsetAt is set.',
+  ],
   [
     'paging.storeLookupPageSize',
     ({ paging }) =>
@@ -57,6 +63,27 @@ function clientsProblem(clients: Settings['clients']): string | false {
       if (owner !== undefined) return `${entry} names ${shown} that ${owner === entry ? 'it names already' : `${owner} names`}; each belongs to one client.`;
       owners.set(identity, entry);
     }
+  }
+  return false;
+}
+
+/** Each brownout has its own name, lists only clients of the table, and ends its windows before the next one opens. */
+function brownoutsProblem(brownouts: Settings['brownouts'], clients: Settings['clients']): string | false {
+  const clientNames = new Set(clients.map(({ name }) => name));
+  const seen = new Map<string, number>();
+  for (const [index, { name, clients: named, start, durationMinutes, repeat, until }] of brownouts.entries()) {
+    const entry = `entry ${index + 1} (${name})`;
+    const first = seen.get(name);
+    if (first !== undefined) return `${entry} has the name of entry ${first}; each brownout has its own name.`;
+    seen.set(name, index + 1);
+    const unknown = named.find((client) => !clientNames.has(client));
+    if (unknown !== undefined) return `${entry} names the client ${JSON.stringify(unknown)}, which the clients table does not list.`;
+    if (repeat === null) {
+      if (until !== null) return `${entry} sets until without repeat; until ends a repeated brownout.`;
+      continue;
+    }
+    if (durationMinutes * 60_000 >= REPEAT_PERIOD_MS[repeat]) return `${entry} must last less than the ${repeat === 'daily' ? 'day' : 'week'} it repeats in (${REPEAT_PERIOD_MS[repeat] / 60_000} minutes).`;
+    if (until !== null && Date.parse(until) < Date.parse(start)) return `${entry} has until earlier than its start.`;
   }
   return false;
 }

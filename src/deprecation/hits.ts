@@ -32,8 +32,11 @@ export interface DeprecationHit {
   readonly replacement: UpstreamPath | '';
   /** The `.cp` request that replaces this call, appKey left out; null when the call was not translated. */
   readonly successor: string | null;
-  /** `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight. */
-  readonly outcome: 'ok' | 'fault' | 'shed';
+  /**
+   * `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight; `refused`: in a
+   * brownout or after sunset (`reason` says which), with the fault that names the replacement.
+   */
+  readonly outcome: 'ok' | 'fault' | 'shed' | 'refused';
   readonly reason: FailureReason | null;
   readonly status: number;
   readonly durationMs: number;

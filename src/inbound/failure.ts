@@ -1,4 +1,4 @@
-import { ClientClosedError, TranslationError, UpstreamError } from '../errors.js';
+import { CallRefused, ClientClosedError, TranslationError, UpstreamError } from '../errors.js';
 import { INTERNAL_ERROR } from '../messages.js';
 
 /**
@@ -7,5 +7,7 @@ import { INTERNAL_ERROR } from '../messages.js';
  * from the catalogue when they are made; a defect never shows its own text.
  */
 export function exceptionMessage(err: unknown): string {
-  return err instanceof UpstreamError || err instanceof TranslationError || err instanceof ClientClosedError ? err.message : INTERNAL_ERROR;
+  return err instanceof UpstreamError || err instanceof TranslationError || err instanceof ClientClosedError || err instanceof CallRefused
+    ? err.message
+    : INTERNAL_ERROR;
 }

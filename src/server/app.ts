@@ -27,6 +27,8 @@ export interface AppDependencies {
   readonly logger?: FastifyBaseLogger;
   /** The deprecation hits' own channel; `logger` when not given. */
   readonly hitLogger?: FastifyBaseLogger;
+  /** The clock of the brownout schedule; `Date.now` when not given. */
+  readonly now?: () => number;
 }
 
 export interface App {
@@ -95,7 +97,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const upstream = deps.upstream ?? createUpstream(config.upstream, (outcome) => fastify.hits.observeUpstream(outcome));
   if (!deps.upstream) fastify.addHook('onClose', async () => upstream.close());
   await fastify.register(healthPlugin, { upstreamReachable: () => upstream.reachable(), cacheMs: READINESS_CACHE_MS });
-  await fastify.register(callRunnerPlugin, { config, upstream });
+  await fastify.register(callRunnerPlugin, { config, upstream, now: deps.now ?? Date.now });
   await fastify.register(descriptionsPlugin, { server: config.server, service: config.service, profiles: config.paging.profiles });
   const operator = { hits: fastify.hits, readiness: () => fastify.readiness() };
   const admin = config.server.adminPort === null ? null : Fastify({ loggerInstance: fastify.log, logController: new LogController({ disableRequestLogging: true }) });

@@ -2,12 +2,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.js';
 import { createClientDirectory, type Caller } from '../deprecation/clients.js';
-import { ClientClosedError, UpstreamError, failureReason } from '../errors.js';
+import { CallRefused, ClientClosedError, UpstreamError, failureReason } from '../errors.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { INTERNAL_ERROR, SERVER_TOO_BUSY } from '../messages.js';
 import { credentialsOf } from '../operations.js';
 import { createCallAnswerer } from '../call.js';
+import { registerBrownoutGauge } from '../migration/brownout-metrics.js';
+import { scheduleOf } from '../migration/brownouts.js';
+import { createRefuser, refusalAnswer } from '../migration/refusals.js';
 import type { Fetcher, Upstream } from '../outbound/upstream.js';
 import { successorOf, type UpstreamRequest } from '../translate/plan.js';
 import { send } from './http.js';
@@ -31,6 +34,8 @@ interface Outcome<W> {
 export interface CallRunnerOptions {
   readonly config: Config;
   readonly upstream: Upstream;
+  /** The time in milliseconds since the epoch, for the brownout schedule. */
+  readonly now: () => number;
 }
 
 /**
@@ -45,6 +50,10 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     const { upstream } = options;
     const answerCall = createCallAnswerer(config);
     const identify = createClientDirectory(config.clients, config.deprecation.clientIdKey);
+    // Brownouts and sunset (docs/migration.md §5).
+    const schedule = scheduleOf(config);
+    const refuse = createRefuser(schedule, answerCall.plan, options.now);
+    registerBrownoutGauge(fastify.hits.registry, schedule, options.now);
     let callsInFlight = 0;
 
     const shedAnswer = { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(config.server.retryAfterSeconds) } };
@@ -68,7 +77,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         legacyVersion: version,
         replacement: operation?.replacement ?? '',
         successor,
-        outcome: shed ? 'shed' : reason === null ? 'ok' : 'fault',
+        outcome: shed ? 'shed' : reason === null ? 'ok' : failure instanceof CallRefused ? 'refused' : 'fault',
         reason,
         status: answer.status,
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
@@ -120,6 +129,12 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         let successor: string | null = null;
         try {
           if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error, successor };
+          // Brownouts and sunset: refused as the web method's first line would, before translation and upstream requests.
+          const refused = refuse(read.call, caller);
+          if (refused !== null) {
+            request.successor = refused.detail.successor;
+            return { read, answer: refusalAnswer(binding.writeError(refused, read.wire), refused), failure: refused, successor: refused.detail.successor };
+          }
           try {
             const plan = answerCall.plan(read.call);
             successor = successorOf(plan);

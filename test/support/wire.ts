@@ -26,6 +26,32 @@ export const UNABLE_TO_READ = 'Server was unable to read request. ---> ';
 export const NOT_AN_INT32 = 'Input string was not in a correct format.';
 export const INT32_OUT_OF_RANGE = 'Value was either too large or too small for an Int32.';
 
+export type Version = '1.1' | '1.2';
+export const ENV_NS: Readonly<Record<Version, string>> = { '1.1': SOAP11_ENV, '1.2': SOAP12_ENV };
+
+/** §4: the envelope start tag, `soap`/`xsi`/`xsd` in this order. */
+export const envelopeStart = (version: Version): string => `<soap:Envelope xmlns:soap="${ENV_NS[version]}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`;
+
+/** §5.4: the Upgrade header of VersionMismatch faults, verbatim. */
+const UPGRADE_HEADER =
+  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
+
+/** §5.1 codes as they appear on the wire: 1.1 Client/Server/VersionMismatch, 1.2 Sender/Receiver. */
+export type FaultCode = 'soap:Client' | 'soap:Server' | 'soap:VersionMismatch' | 'soap:Sender' | 'soap:Receiver';
+
+/** §4 escaping of text content: `&`, `<`, `>` only (so `--->` is `---&gt;`, CR LF stay raw). */
+export const escapeText = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** §5.1 shapes with the §4 prolog, one line, no trailing newline. */
+export function expectedFault(version: Version, code: FaultCode, text: string): string {
+  const fault =
+    version === '1.1'
+      ? `<soap:Fault><faultcode>${code}</faultcode><faultstring>${escapeText(text)}</faultstring><detail /></soap:Fault>`
+      : `<soap:Fault><soap:Code><soap:Value>${code}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">${escapeText(text)}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
+  const header = code === 'soap:VersionMismatch' ? UPGRADE_HEADER : '';
+  return `${XML_DECLARATION}${envelopeStart(version)}${header}<soap:Body>${fault}</soap:Body></soap:Envelope>`;
+}
+
 /** What docs/wire.md fixes for one SOAP version, whichever client sends the request. */
 export interface SoapVersionWire {
   readonly name: 'SOAP 1.1' | 'SOAP 1.2';
