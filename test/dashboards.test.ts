@@ -73,8 +73,8 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20
 }
 
 /**
- * Named and unnamed callers over every binding; faults of the caller (an unknown product type) and of
- * the upstream (a store it does not know); bursts past `server.maxConcurrentCalls`, which are shed.
+ * Named and unnamed callers; faults of the caller (an unknown product type) and of the upstream (a
+ * store it does not know); calls a brownout refuses; bursts past `server.maxConcurrentCalls`, shed.
  */
 async function traffic(): Promise<void> {
   // Bodies read to the end: a response left unread keeps its connection busy, and stop() waits for it.
@@ -97,6 +97,8 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
         { name: 'shop', apiKeys: ['shop-key'] },
       ],
       server: { maxConcurrentCalls: 2 },
+      // Open for the whole test: the shop's ProductLookup calls are refused.
+      brownouts: [{ name: 'test-window', operations: ['ProductLookup'], clients: ['shop'], start: new Date(Date.now() - 60_000).toISOString(), durationMinutes: 60 }],
     });
     dataDir = mkdtempSync(join(tmpdir(), 'prometheus-'));
     const config = join(dataDir, 'prometheus.yml');
