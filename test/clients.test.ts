@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -100,8 +100,12 @@ describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dis
 
   it('uses deprecation.clientIdKey from CONFIG_FILE, as the proxy does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fingerprint-'));
-    const file = join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify({ deprecation: { clientIdKey: 'secret' } }));
-    expect(await run({ CONFIG_FILE: file })).toBe(`${clientFingerprint('key-one', 'secret')}\n${clientFingerprint('key-two', 'secret')}\n`);
+    try {
+      const file = join(dir, 'config.json');
+      writeFileSync(file, JSON.stringify({ deprecation: { clientIdKey: 'secret' } }));
+      expect(await run({ CONFIG_FILE: file })).toBe(`${clientFingerprint('key-one', 'secret')}\n${clientFingerprint('key-two', 'secret')}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
