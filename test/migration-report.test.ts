@@ -212,6 +212,18 @@ describe('the migration report', () => {
     expect(result.input.hits).toBeGreaterThan(30 * HITS);
   });
 
+  it('skips a hit whose time no clock of the service wrote (a forged or corrupt line) rather than fail on it', async () => {
+    const times: unknown[] = [1e300, -8.64e15, 8.64e15, '+275760-09-13T00:00:00.000Z', '1970-01-01T00:00:00.000Z'];
+    const forged = times.map((time) => JSON.stringify({ ...JSON.parse(hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: UNKNOWN, outcome: 'ok' })), time }));
+    const run = await report(['--format', 'json'], `${[...forged, ...LINES].join('\n')}\n`);
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout) as MigrationReport;
+    expect(result.input.malformed).toBe(1 + times.length);
+    expect(result.input.skipped.slice(0, times.length).map((line) => line.reason)).toEqual(times.map(() => 'a hit without a valid time'));
+    expect(result.period).toEqual({ from: day(1), to: day(20, 45) });
+    expect(result.days).toHaveLength(20);
+  });
+
   it('prints a plain-text table by default, without escapes when stdout is no terminal', async () => {
     const run = await report([plainFile]);
     expect(run.code).toBe(0);

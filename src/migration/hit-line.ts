@@ -61,8 +61,17 @@ const malformed = (reason: string): ReadLine => ({ kind: 'malformed', reason });
 
 const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
+/**
+ * The times a hit of this service can carry: no ASMX service ran before 2000, and this one is not
+ * expected past 2100. A time outside (epoch 0 from a broken clock, a forged line) would stretch the
+ * report over every day in between, one count per day per series, and beyond JavaScript's dates
+ * (±8.64e15 ms) would not be a date at all.
+ */
+const EARLIEST_HIT = Date.UTC(2000, 0, 1);
+const LATEST_HIT = Date.UTC(2100, 0, 1);
+
 /** pino writes ISO 8601 here (src/main.ts); its default, and older files, epoch milliseconds. */
 function timeOf(value: unknown): number | null {
   const ms = typeof value === 'number' ? value : typeof value === 'string' ? Date.parse(value) : NaN;
-  return Number.isFinite(ms) ? ms : null;
+  return ms >= EARLIEST_HIT && ms < LATEST_HIT ? ms : null;
 }
