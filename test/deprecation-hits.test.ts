@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { validateConfig } from '../src/config.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
@@ -138,6 +139,34 @@ describe('named clients (the clients table)', () => {
     } finally {
       await proxy.stop();
     }
+  });
+});
+
+describe('named clients behind a load balancer (server.trustProxy)', () => {
+  const clients = [{ name: 'shop', addresses: ['10.20.0.0/16'] }];
+  const searchFrom = async (app: RecordedApp, forwardedFor: string): Promise<Record<string, unknown>> => {
+    app.lines.length = 0;
+    await (await fetch(`${app.base}/index.asmx/Search?query=dog`, { headers: { 'x-forwarded-for': forwardedFor } })).text();
+    return app.lines.find((line) => line.event === 'deprecated_call')!;
+  };
+
+  it('with the number of proxies in front, the address is the one the nearest proxy saw, not one a caller wrote', async () => {
+    const app = await startRecordedApp({ server: { trustProxy: 1 }, clients });
+    try {
+      // The load balancer appends the address it saw; anything before it came from the caller.
+      expect(await searchFrom(app, '10.20.1.1, 203.0.113.5')).toMatchObject({ client: 'anonymous', remoteAddress: '203.0.113.5' });
+      expect(await searchFrom(app, '203.0.113.5, 10.20.1.1')).toMatchObject({ client: 'shop', remoteAddress: '10.20.1.1' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('true (every hop trusted: the first X-Forwarded-For entry, which any caller writes) is refused for a table that names addresses', () => {
+    expect(() => validateConfig({ server: { trustProxy: true }, clients })).toThrow(
+      'Invalid configuration: server.trustProxy must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
+    );
+    expect(validateConfig({ server: { trustProxy: true }, clients: [{ name: 'shop', apiKeys: ['k'] }] }).server.trustProxy).toBe(true);
+    expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow('Invalid configuration: server.trustProxy must be a whole number from 1 to 16, got 0.');
   });
 });
 

@@ -105,7 +105,13 @@ export const ConfigSchema = Type.Object(
       port: integer(0, 65535, 8080),
       servicePath: Type.String({ minLength: 1, pattern: '^/[^/?#]+$', patternProblem: 'must be one path segment such as "/index.asmx"', default: '/index.asmx' }),
       publicBaseUrl: url(),
-      trustProxy: Type.Boolean({ default: false }),
+      /**
+       * Whether to believe X-Forwarded-*: the number of proxies in front (the address is the one the
+       * nearest of them saw), or `true` for every hop (the first X-Forwarded-For entry, which any
+       * caller writes; validate.ts refuses it for clients known by address). The whole number first,
+       * so that a bad value is told the range rather than only "true or false".
+       */
+      trustProxy: Type.Union([Type.Integer({ minimum: 1, maximum: 16 }), Type.Boolean()], { default: false }),
       bodyLimitBytes: integer(1024, 64 * 1024 * 1024, 1_048_576),
       requestTimeoutMs: integer(1000, MAX_TIMEOUT_MS, 60_000),
       shutdownGraceMs: integer(0, MAX_TIMEOUT_MS, 35_000),

@@ -31,6 +31,13 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       `must be at least upstream.callTimeoutMs (${upstream.callTimeoutMs}), so that calls in flight can finish.`,
   ],
   ['clients', ({ clients }) => clientsProblem(clients)],
+  [
+    'server.trustProxy',
+    ({ server, clients }) =>
+      server.trustProxy === true &&
+      clients.some(({ addresses }) => addresses.length > 0) &&
+      'must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
+  ],
   ['brownouts', ({ brownouts, clients }) => brownoutsProblem(brownouts, clients)],
   [
     'deprecation.refuseAfterSunset',

@@ -58,7 +58,8 @@ function addressOwner(byAddress: readonly { client: ClientSettings; ranges: Bloc
   if (remoteAddress === null || byAddress.length === 0) return undefined;
   // A dual-stack socket reports IPv4 callers as `::ffff:a.b.c.d`; the table writes them as IPv4.
   const address = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(remoteAddress)?.[1] ?? remoteAddress;
-  // Behind a trusted proxy the address comes from X-Forwarded-For, which may hold anything.
+  // Behind trusted proxies the address comes from X-Forwarded-For (the entry the nearest one appended:
+  // server.trustProxy counts the hops), which a broken proxy may fill with anything.
   const version = isIP(address);
   if (version === 0) return undefined;
   return byAddress.find(({ ranges }) => ranges.check(address, version === 4 ? 'ipv4' : 'ipv6'))?.client;

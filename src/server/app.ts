@@ -49,6 +49,7 @@ const FASTIFY_ERROR_ANSWERS: Readonly<Record<string, Answer>> = {
 
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   const servicePath = config.server.servicePath;
+  const { trustProxy } = config.server;
   const fastify = Fastify({
     loggerInstance: deps.logger ?? pino({ level: config.log.level }),
     bodyLimit: config.server.bodyLimitBytes,
@@ -60,7 +61,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       headersTimeout: config.server.requestTimeoutMs,
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.requestTimeoutMs / 4)),
     },
-    trustProxy: config.server.trustProxy,
+    // A number of proxies becomes fastify's hop test (`i < n`, as fastify does for a number, which its
+    // types do not list): the address is then the one the nearest proxy saw.
+    trustProxy: typeof trustProxy === 'number' ? (_address: string, hop: number) => hop < trustProxy : trustProxy,
     return503OnClosing: true,
     // Unique across instances and restarts: the id ties a hit to the lines about its upstream requests.
     genReqId: () => randomUUID(),
