@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config.js';
+import { deprecationSignals } from '../src/deprecation/headers.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
@@ -186,6 +187,14 @@ describe('the successor-version link of each answer', () => {
     expect(response.status).toBe(500);
     expect(response.headers.get('link')).toBeNull();
   });
+
+  it.each(['https://open-api.example.com/', 'https://user:secret@open-api.example.com//'])(
+    'joins deprecation.successorBaseUrl %s with one slash, and never sends credentials written in it',
+    (successorBaseUrl) => {
+      const { linkFor } = deprecationSignals(validateConfig({ deprecation: { successorBaseUrl } }));
+      expect(linkFor('/product.search.cp?v=3&query=dog')).toBe('<https://open-api.example.com/product.search.cp?v=3&query=dog>; rel="successor-version"');
+    },
+  );
 
   it('comes first, before the configured links, and uses deprecation.successorBaseUrl', async () => {
     const proxy = await startProxy({

@@ -30,13 +30,14 @@ export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstrea
 }
 
 /**
- * Where callers reach the `.cp` endpoints: `deprecation.successorBaseUrl`, else the upstream's base
- * without its credentials; with neither (the demo upstream), the link is a path on the same host.
+ * Where callers reach the `.cp` endpoints: `deprecation.successorBaseUrl`, else the upstream's base;
+ * either without credentials (the header goes to every caller) or a trailing slash (the successor
+ * starts with one). With neither (the demo upstream), the link is a path on the same host.
  */
 function successorBaseOf({ deprecation, upstream }: Pick<Config, 'deprecation' | 'upstream'>): string {
-  if (deprecation.successorBaseUrl !== null) return deprecation.successorBaseUrl;
-  if (upstream.baseUrl === null) return '';
-  const base = new URL(upstream.baseUrl);
+  const configured = deprecation.successorBaseUrl ?? upstream.baseUrl;
+  if (configured === null) return '';
+  const base = new URL(configured);
   base.username = '';
   base.password = '';
   return base.href.replace(/\/+$/, '');
