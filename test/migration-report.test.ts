@@ -224,6 +224,17 @@ describe('the migration report', () => {
     expect(result.days).toHaveLength(20);
   });
 
+  it('skips a hit naming an operation or binding the service does not have: the memory and charts of the report stay bounded by them', async () => {
+    const forged = Array.from({ length: 50 }, (_, i) =>
+      hitLine({ time: day(1), operation: i % 2 === 0 ? `Op${i}` : 'Search', binding: i % 2 === 0 ? 'soap11' : `b${i}`, client: UNKNOWN, outcome: 'ok' }),
+    );
+    const result = await jsonReport([], `${[...forged, ...LINES].join('\n')}\n`);
+    expect(result.input.malformed).toBe(1 + forged.length);
+    expect(result.input.skipped[0]?.reason).toBe('a hit with operation "Op0"');
+    expect(result.input.skipped[1]?.reason).toBe('a hit with binding "b1"');
+    expect(result.perDay.byOperation.map((series) => series.name)).toEqual(['Search', 'ProductLookup', 'StoreLookupPaged']);
+  });
+
   it('prints a plain-text table by default, without escapes when stdout is no terminal', async () => {
     const run = await report([plainFile]);
     expect(run.code).toBe(0);

@@ -4,7 +4,8 @@ import { httpBinding } from './http/binding.js';
 import { soapBinding } from './soap/binding.js';
 
 /** As the deprecation hit and the metrics name a binding; a binding's `read` says which. */
-export type BindingName = 'soap11' | 'soap12' | 'httpGet' | 'httpPost';
+export const BINDING_NAMES = ['soap11', 'soap12', 'httpGet', 'httpPost'] as const;
+export type BindingName = (typeof BINDING_NAMES)[number];
 
 /**
  * The bindings legacy calls arrive on, in the order ASMX asks its protocols (docs/wire.md §1); the

@@ -1,3 +1,5 @@
+import { BINDING_NAMES } from '../inbound/bindings.js';
+import { findOperation } from '../operations.js';
 import { OUTCOMES, type LedgerHit, type Outcome } from './ledger.js';
 
 /**
@@ -41,6 +43,11 @@ export function readHitLine(line: string): ReadLine {
     if (typeof fields[name] !== 'string' || fields[name] === '') return malformed(`a hit without ${name}`);
   }
   if (!(OUTCOMES as readonly unknown[]).includes(fields.outcome)) return malformed(`a hit with outcome ${JSON.stringify(fields.outcome)}`);
+  // Operations and bindings are the service's, few and fixed: the ledger, the charts and the memory of
+  // the report grow with them, so a line naming another (a forged or corrupt line) is not counted.
+  const { operation, binding } = fields as Record<'operation' | 'binding', string>;
+  if (operation !== 'unknown' && findOperation(operation) === undefined) return malformed(`a hit with operation ${JSON.stringify(operation)}`);
+  if (binding !== 'unknown' && !(BINDING_NAMES as readonly string[]).includes(binding)) return malformed(`a hit with binding ${JSON.stringify(binding)}`);
   return {
     kind: 'hit',
     hit: {
