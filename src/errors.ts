@@ -29,6 +29,10 @@ export type FailureReason =
   | 'brownout'
   /** Refused for good: `deprecation.sunsetAt` has passed and `deprecation.refuseAfterSunset` is on. */
   | 'sunset'
+  /** A passthrough (`legacy.routes`): the legacy origin could not be reached, or its answer could not be relayed whole. */
+  | 'legacy_origin'
+  /** A passthrough: the legacy origin answered with a status of 400 or more, relayed as it is. */
+  | 'legacy_fault'
   /** A defect: something threw that is none of the above. */
   | 'internal';
 
@@ -148,6 +152,25 @@ export class ClientClosedError extends CallError {
   constructor() {
     super('The client closed the connection.');
     this.name = 'ClientClosedError';
+  }
+}
+
+// --- The legacy origin ----------------------------------------------------------------------------
+
+/**
+ * A call passed through to the old service (docs/migration.md §6) that did not end in a good answer: a
+ * transport failure, classed as for the upstream (`failure`), or a status of 400 or more from the origin
+ * (`{ code: 'status' }`, relayed to the caller as it is; the error only names it for the hit).
+ */
+export class LegacyOriginError extends CallError {
+  readonly reason: 'legacy_origin' | 'legacy_fault';
+  readonly failure: UpstreamFailure;
+
+  constructor(failure: UpstreamFailure, options: { cause?: unknown } = {}) {
+    super(`legacy origin: ${failure.code}`, options);
+    this.name = 'LegacyOriginError';
+    this.failure = failure;
+    this.reason = failure.code === 'status' ? 'legacy_fault' : 'legacy_origin';
   }
 }
 

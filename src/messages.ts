@@ -66,6 +66,11 @@ export const XML_DTD_PROHIBITED =
   'For security reasons DTD is prohibited in this XML document. To enable DTD processing set the DtdProcessing property on XmlReaderSettings to Parse and pass the settings to XmlReader.Create method.';
 export const xmlTooDeep = (maxDepth: number): string => `The document nests elements deeper than ${maxDepth}.`;
 
+// --- The proxy's own: a passthrough whose legacy origin failed (docs/migration.md §6) ---------------
+
+/** The text of the 502 answer: the old service is behind the proxy here, so the proxy speaks as a gateway. */
+export const legacyOriginFailed = (code: string): string => `502 Bad Gateway: the legacy service did not answer (${code}).`;
+
 // --- The upstream, as .NET's HttpWebRequest would have reported it ---------------------------------
 
 export const TIMED_OUT = 'The operation has timed out';

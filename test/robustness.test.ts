@@ -154,7 +154,7 @@ describe('a binding that fails on its own', () => {
     const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
     const binding = broken[name] as Binding;
     app.fastify.get('/broken', (request, reply) =>
-      app.fastify.runCall(binding, { method: 'GET', pathInfo: '/x', query: '', contentType: undefined, soapAction: undefined, body: Buffer.alloc(0) }, request, reply),
+      app.fastify.runCall(binding, { method: 'GET', path: '/broken/x', pathInfo: '/x', query: '', contentType: undefined, soapAction: undefined, body: Buffer.alloc(0) }, request, reply),
     );
     const address = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(() => app.fastify.close());

@@ -93,6 +93,24 @@ const brownout = Type.Object(
   { additionalProperties: false, required: ['name', 'start', 'durationMinutes'] },
 );
 
+/**
+ * A route of legacy calls (docs/migration.md §6): the calls of the listed operations from the listed
+ * clients (none listed: all), and of those the `percent` of callers their fingerprint's stable hash
+ * puts in, are passed through to `legacy.origin` or shadowed. The first route that matches wins.
+ */
+const legacyRoute = Type.Object(
+  {
+    mode: Type.Enum(['passthrough', 'shadow']),
+    operations: Type.Array(Type.Enum(OPERATION_NAMES), { default: [] }),
+    /** Names of the `clients` table; validate.ts refuses any other. */
+    clients: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    percent: integer(0, 100, 100),
+    /** Shadow only: the path that answers; the other is called in the background. `null`: `translated`. */
+    answerFrom: nullable(Type.Enum(['legacy', 'translated'])),
+  },
+  { additionalProperties: false, required: ['mode'] },
+);
+
 /** One profile per paged endpoint of the operations table, its defaults from there. */
 const profiles = section(
   Object.fromEntries(PAGED_PATHS.map((path) => [path, profile(UPSTREAM_ENDPOINTS[path].paging)])) as Record<PagedPath, ReturnType<typeof profile>>,
@@ -187,6 +205,18 @@ export const ConfigSchema = Type.Object(
       level: oneOf(LOG_LEVELS, 'info'),
       /** Where the deprecation hits go: `null` for stdout, else a file (appended to). */
       hitsFile: nullable(Type.String({ minLength: 1 })),
+    }),
+    /** The old service itself, for passthrough and shadow routes (docs/migration.md §6). */
+    legacy: section({
+      /** Where the old ASMX service still answers; request paths are forwarded below it. */
+      origin: url(),
+      /** The whole exchange with the origin, connection to last byte. */
+      timeoutMs: integer(1, MAX_TIMEOUT_MS, 30_000),
+      connections: integer(1, 1024, 16),
+      maxResponseBytes: integer(1024, 256 * 1024 * 1024, 4_194_304),
+      /** Background calls of shadow routes under way at once; more are skipped (and counted). */
+      maxShadowsInFlight: integer(0, 10_000, 16),
+      routes: Type.Array(legacyRoute, { default: [] }),
     }),
   },
   { additionalProperties: false },

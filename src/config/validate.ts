@@ -49,6 +49,7 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       paging.storeLookupPageSize > paging.profiles['/product.searchForProductsOfStore.cp'].maxPageSize &&
       'must not exceed the maximum page size of /product.searchForProductsOfStore.cp.',
   ],
+  ['legacy.routes', ({ legacy, clients }) => legacyRoutesProblem(legacy, clients)],
 ];
 
 /** Each client is matched some way, and no name, apiKey, fingerprint or range belongs to two clients. */
@@ -95,6 +96,19 @@ function brownoutsProblem(brownouts: Settings['brownouts'], clients: Settings['c
   return false;
 }
 
+/** Routes need the origin they route to, name only clients of the table, and say `answerFrom` only when shadowing. */
+function legacyRoutesProblem({ origin, routes }: Settings['legacy'], clients: Settings['clients']): string | false {
+  if (routes.length > 0 && origin === null) return 'need legacy.origin: the old service the routes send calls to.';
+  const clientNames = new Set(clients.map(({ name }) => name));
+  for (const [index, { mode, clients: named, answerFrom }] of routes.entries()) {
+    const entry = `entry ${index + 1}`;
+    const unknown = named.find((client) => !clientNames.has(client));
+    if (unknown !== undefined) return `${entry} names the client ${JSON.stringify(unknown)}, which the clients table does not list.`;
+    if (mode === 'passthrough' && answerFrom !== null) return `${entry} sets answerFrom, which only a shadow route has: a passthrough is answered by the legacy origin.`;
+  }
+  return false;
+}
+
 /**
  * The configuration `json` describes, its missing keys filled with the schema's defaults. A bad value
  * throws a `ConfigError` naming the dotted key, or `origins[key]`, the environment variable it came from.
@@ -118,6 +132,7 @@ function normalise(settings: Settings): Config {
   upstream.baseUrl = trimUrl(upstream.baseUrl);
   deprecation.policyUrl = trimUrl(deprecation.policyUrl);
   deprecation.successorUrl = trimUrl(deprecation.successorUrl);
+  settings.legacy.origin = trimUrl(settings.legacy.origin);
   return settings;
 }
 

@@ -4,6 +4,7 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/bindings.js';
 import { Ledger } from '../migration/ledger.js';
+import type { RouteName } from '../migration/routing.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
 
@@ -32,6 +33,8 @@ export interface DeprecationHit {
   readonly replacement: UpstreamPath | '';
   /** The `.cp` request that replaces this call, appKey left out; null when the call was not translated. */
   readonly successor: string | null;
+  /** The path that answered: the translation, the legacy origin as it is, or one of them with the other shadowing (docs/migration.md §6). */
+  readonly route: RouteName;
   /**
    * `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight; `refused`: in a
    * brownout or after sunset (`reason` says which), with the fault that names the replacement.

@@ -22,6 +22,8 @@ export type Acceptance = 'accept' | 'wrongMethod' | 'no';
 /** The parts of an HTTP request under the service path that ASMX reads. */
 export interface ServiceRequest {
   readonly method: string;
+  /** The whole path, `.` and `..` resolved (`/index.asmx/Search`): what a passthrough forwards. */
+  readonly path: string;
   /** The path after the service path, as sent (`/Search`, or `''`). */
   readonly pathInfo: string;
   /** The raw query string, without `?`. */

@@ -27,7 +27,7 @@ export function createRefuser(schedule: Schedule, plan: (call: LegacyCall) => Pl
 }
 
 /** The refusal names the request to send instead; a call whose values do not translate has none, and is refused all the same. */
-function successorIfTranslated(plan: (call: LegacyCall) => Plan, call: LegacyCall): string | null {
+export function successorIfTranslated(plan: (call: LegacyCall) => Plan, call: LegacyCall): string | null {
   try {
     return successorOf(plan(call));
   } catch (err) {

@@ -55,12 +55,8 @@ export function createUpstream(
   if (upstream.baseUrl === null) throw new Error('createUpstream needs upstream.baseUrl');
   const base = new URL(upstream.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
-  // Credentials in the base URL (`https://user:secret@host`) go as HTTP Basic, as .NET sent them.
-  // undici drops the header when a redirect leaves the origin.
-  const headers: Record<string, string> = { accept: 'text/xml, application/xml' };
-  if (base.username !== '' || base.password !== '') {
-    headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`).toString('base64')}`;
-  }
+  // undici drops the authorization header when a redirect leaves the origin.
+  const headers: Record<string, string> = { accept: 'text/xml, application/xml', ...basicCredentials(base) };
   const agent = new Agent({
     connections: upstream.connections,
     connectTimeout: upstream.connectTimeoutMs,
@@ -133,6 +129,12 @@ export function createUpstream(
   };
 }
 
+/** Credentials in a configured URL (`https://user:secret@host`) go as HTTP Basic, as .NET sent them. */
+export function basicCredentials(url: URL): { authorization?: string } {
+  if (url.username === '' && url.password === '') return {};
+  return { authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` };
+}
+
 const REDACTED = '[redacted]';
 
 function secretsOf(request: UpstreamRequest): string[] {
@@ -188,7 +190,7 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-function errorCode(err: unknown): string {
+export function errorCode(err: unknown): string {
   if (typeof err !== 'object' || err === null) return '';
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') return code;
@@ -199,7 +201,7 @@ function errorCode(err: unknown): string {
 const UNTRUSTED_CERTIFICATE = /^(?:CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(?:VERIFY|GET_ISSUER)|ERR_TLS_CERT_ALTNAME_INVALID$)/;
 
 /** The transport failure behind `err`, as .NET's WebExceptionStatus would have classed it. */
-function asUpstreamError(err: unknown, host: string): UpstreamError {
+export function asUpstreamError(err: unknown, host: string): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const code = errorCode(err);
   const name = err instanceof Error ? err.name : '';

@@ -1,19 +1,22 @@
+import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Config } from '../config.js';
 import { createClientDirectory, type Caller } from '../deprecation/clients.js';
-import { CallRefused, ClientClosedError, UpstreamError, failureReason } from '../errors.js';
+import { CallRefused, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { INTERNAL_ERROR, SERVER_TOO_BUSY } from '../messages.js';
-import { credentialsOf } from '../operations.js';
+import { credentialsOf, type LegacyCall } from '../operations.js';
 import { createCallAnswerer } from '../call.js';
 import { registerBrownoutGauge } from '../migration/brownout-metrics.js';
 import { scheduleOf } from '../migration/brownouts.js';
-import { createRefuser, refusalAnswer } from '../migration/refusals.js';
+import { createRefuser, refusalAnswer, successorIfTranslated } from '../migration/refusals.js';
 import type { Fetcher, Upstream } from '../outbound/upstream.js';
 import { successorOf, type UpstreamRequest } from '../translate/plan.js';
+import { routeName, routeOf, type LegacyRoute, type RouteName } from '../migration/routing.js';
 import { send } from './http.js';
+import { createLegacyRouting, isLegacyAnswer, type Answered } from './legacy-routes.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,12 +26,10 @@ declare module 'fastify' {
 }
 
 /** How one call ended: what the binding read (null if reading itself failed), the answer, the error. */
-interface Outcome<W> {
+interface Outcome<W> extends Answered {
   readonly read: Read<W> | null;
-  readonly answer: Answer;
-  readonly failure: unknown;
-  /** The `.cp` request that replaces the call (`successorOf`); null when it was not translated. */
-  readonly successor: string | null;
+  /** The path that answered (docs/migration.md §6); absent for a call no route took, which the translation answers. */
+  readonly route?: RouteName;
 }
 
 export interface CallRunnerOptions {
@@ -54,13 +55,16 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     const schedule = scheduleOf(config);
     const refuse = createRefuser(schedule, answerCall.plan, options.now);
     registerBrownoutGauge(fastify.hits.registry, schedule, options.now);
+    // Shadow and passthrough (docs/migration.md §6).
+    const legacy = createLegacyRouting({ config, upstream, registry: fastify.hits.registry, log: fastify.log });
+    fastify.addHook('onClose', async () => legacy.close());
     let callsInFlight = 0;
 
     const shedAnswer = { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(config.server.retryAfterSeconds) } };
 
     /** The deprecation hit of a call, the same fields whatever its binding and outcome. */
     function record(request: FastifyRequest, outcome: Outcome<unknown>, caller: Caller, shed: boolean, started: number, upstreamRequests: number, remoteAddress: string | null): void {
-      const { read, answer, failure, successor } = outcome;
+      const { read, answer, failure, successor, route } = outcome;
       const reason = failure === null ? null : failureReason(failure);
       if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
       const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
@@ -77,6 +81,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         legacyVersion: version,
         replacement: operation?.replacement ?? '',
         successor,
+        route: route ?? 'translated',
         outcome: shed ? 'shed' : reason === null ? 'ok' : failure instanceof CallRefused ? 'refused' : 'fault',
         reason,
         status: answer.status,
@@ -93,6 +98,36 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         return { read: binding.read(serviceRequest), failure: null };
       } catch (err) {
         return { read: null, failure: err };
+      }
+    }
+
+    /** The translated path: plan, fetch, assemble, written by the binding (docs/architecture.md); rejects only on a binding's defect. */
+    async function translate<W>(binding: Binding<W>, call: LegacyCall, wire: W, fetcher: Fetcher, signal: AbortSignal): Promise<Answered & { readonly answer: Answer }> {
+      let successor: string | null = null;
+      try {
+        const plan = answerCall.plan(call);
+        successor = successorOf(plan);
+        const page = await answerCall.answerPlan(plan, fetcher, signal);
+        return { answer: binding.write(page, call, wire), failure: null, successor };
+      } catch (err) {
+        return { answer: binding.writeError(err, wire), failure: err, successor };
+      }
+    }
+
+    /** Sends the answer; one relayed from the legacy origin is awaited to its end, which may still fail it. */
+    async function deliver<W>(reply: FastifyReply, outcome: Outcome<W>): Promise<Outcome<W>> {
+      const { answer } = outcome;
+      if (!isLegacyAnswer(answer)) {
+        send(reply, answer);
+        return outcome;
+      }
+      reply.code(answer.status).headers(answer.headers).send(answer.body);
+      try {
+        await finished(answer.body);
+        return outcome;
+      } catch (err) {
+        // Cut short: by the origin, or by fastify when the caller left.
+        return { ...outcome, failure: err instanceof LegacyOriginError ? err : new ClientClosedError() };
       }
     }
 
@@ -126,36 +161,50 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       /** Never throws: a binding that fails on its own (a defect) still leaves an answer and a hit. */
       const run = async (): Promise<Outcome<W>> => {
         if (read === null) return { read, answer: errorPage(500, INTERNAL_ERROR), failure: readFailure, successor: null };
-        let successor: string | null = null;
+        let route: LegacyRoute | null = null;
         try {
-          if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error, successor };
+          if (!read.ok) return { read, answer: binding.writeError(read.error, read.wire), failure: read.error, successor: null };
           // Brownouts and sunset: refused as the web method's first line would, before translation and upstream requests.
           const refused = refuse(read.call, caller);
           if (refused !== null) {
             request.successor = refused.detail.successor;
             return { read, answer: refusalAnswer(binding.writeError(refused, read.wire), refused), failure: refused, successor: refused.detail.successor };
           }
-          try {
-            const plan = answerCall.plan(read.call);
-            successor = successorOf(plan);
-            if (successor !== null) request.successor = successor;
-            const page = await answerCall.answerPlan(plan, counted, cancel.signal);
-            return { read, answer: binding.write(page, read.call, read.wire), failure: null, successor };
-          } catch (err) {
-            return { read, answer: binding.writeError(err, read.wire), failure: err, successor };
-          }
+          const translatePath = (fetcher: Fetcher, signal: AbortSignal) => translate(binding, read.call, read.wire, fetcher, signal);
+          // --- Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.
+          route = routeOf(config.legacy.routes, read.call.operation.name, caller);
+          const answered =
+            route === null
+              ? await translatePath(counted, cancel.signal)
+              : await legacy.answer(route, {
+                  call: read.call,
+                  binding: read.binding,
+                  caller,
+                  request: serviceRequest,
+                  requestId: String(request.id),
+                  userAgent: request.headers['user-agent'],
+                  successor: successorIfTranslated(answerCall.plan, read.call),
+                  signal: cancel.signal,
+                  fetcher: counted,
+                  translate: translatePath,
+                });
+          // ---
+          return { read, ...answered, route: routeName(route) };
         } catch (err) {
-          return { read, answer: errorPage(500, INTERNAL_ERROR), failure: err, successor };
+          return { read, answer: errorPage(500, INTERNAL_ERROR), failure: err, successor: null, route: routeName(route) };
         }
       };
       let outcome: Outcome<W>;
       try {
         outcome = await run();
+        // A relayed answer is bounded by legacy.timeoutMs from here, not by the call's deadline.
+        clearTimeout(deadline);
+        if (outcome.successor !== null) request.successor = outcome.successor;
+        outcome = await deliver(reply, outcome);
       } finally {
         clearTimeout(deadline);
         callsInFlight--;
       }
-      send(reply, outcome.answer);
       reply.raw.off('close', onClose);
       record(request, outcome, caller, false, started, upstreamRequests, remoteAddress);
     });

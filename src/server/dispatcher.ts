@@ -59,6 +59,7 @@ export const dispatcherPlugin = fp<DispatcherOptions>(
           binding,
           {
             method,
+            path: url.pathname,
             pathInfo,
             query: url.search.slice(1),
             contentType: request.sentContentType,

@@ -1,0 +1,216 @@
+import type { BindingName } from '../inbound/bindings.js';
+import { parseXml, XmlSyntaxError } from '../xml/parse.js';
+import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/tree.js';
+
+/**
+ * Shadow comparison (docs/migration.md §6), pure: two answers to one call, the translated one and the
+ * legacy origin's, normalised and compared; the first difference is the diff.
+ *
+ * What a SOAP client or an XmlSerializer does not see is left out: the envelope around the Body's
+ * payload (SOAP) and everything around the document (HTTP GET/POST: declaration, indentation), namespace
+ * prefixes and declarations (names compare by namespace URI and local name), attribute order,
+ * whitespace-only text, comments, CDATA against text of the same characters. Two faults agree when
+ * their codes do (`soap:Server`, or the HTTP status): their texts name different backends' failures.
+ */
+
+/** One answer as it went or would have gone to the caller. */
+export interface AnsweredCall {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** Where two answers first differ, each side's value redacted and cut. */
+export interface Diff {
+  /** `/searchResultSet/mainResults/searchResultItem[3]/@price`; `/` when one side is not a result. */
+  readonly path: string;
+  readonly translated: string;
+  readonly legacy: string;
+}
+
+/** Longest path or value a diff holds: a log line about a mismatch stays a line. */
+export const DIFF_TEXT_LIMIT = 200;
+
+interface NormalElement {
+  /** `local`, or `{uri}local` in a namespace. */
+  readonly name: string;
+  /** By name, namespace declarations left out. */
+  readonly attributes: readonly (readonly [name: string, value: string])[];
+  /** Adjacent text joined, comments left out. */
+  readonly children: readonly NormalNode[];
+}
+
+type NormalNode = NormalElement | string;
+
+/** What an answer holds: a result (the Result element, or the document) or a fault. */
+type Normalised = { readonly kind: 'result'; readonly result: NormalElement } | { readonly kind: 'fault'; readonly code: string; readonly text: string };
+
+const SOAP_FAULT = 'Fault';
+
+/**
+ * The first difference between the two answers, or null when they agree. `secrets` (the caller's apiKey)
+ * never appear in the diff, even where an answer echoes them.
+ */
+export function compareAnswers(binding: BindingName, translated: AnsweredCall, legacy: AnsweredCall, secrets: readonly string[] = []): Diff | null {
+  const found = difference(normalise(binding, translated), normalise(binding, legacy));
+  if (found === null) return null;
+  const shown = (text: string): string => cut(hide(text, secrets));
+  return { path: cut(found.path), translated: shown(found.translated), legacy: shown(found.legacy) };
+}
+
+function difference(translated: Normalised, legacy: Normalised): Diff | null {
+  if (translated.kind === 'result' && legacy.kind === 'result') return firstDifference(translated.result, legacy.result, '');
+  if (translated.kind === 'fault' && legacy.kind === 'fault' && translated.code === legacy.code) return null;
+  return { path: '/', translated: describe(translated), legacy: describe(legacy) };
+}
+
+function describe(answer: Normalised): string {
+  return answer.kind === 'fault' ? `fault ${answer.code}: ${answer.text}` : `result ${render(answer.result)}`;
+}
+
+// --- Normalising -----------------------------------------------------------------------------------
+
+function normalise(binding: BindingName, { status, body }: AnsweredCall): Normalised {
+  const notXml: Normalised = { kind: 'fault', code: `HTTP ${status}`, text: body };
+  let root: XmlElement;
+  try {
+    // The project's reader: no DTD, no entity expansion, bounded depth.
+    root = parseXml(body, { positions: false });
+  } catch (err) {
+    if (err instanceof XmlSyntaxError) return notXml;
+    throw err;
+  }
+  if (binding === 'httpGet' || binding === 'httpPost') return status === 200 ? { kind: 'result', result: normalElement(root) } : notXml;
+  const payload = childElements(childElements(root).find((child) => child.local === 'Body') ?? root)[0];
+  if (payload === undefined) return notXml;
+  if (payload.local === SOAP_FAULT) return { kind: 'fault', ...soapFault(payload) };
+  // `<{Op}Response><{Op}Result>…`: the Result element is what the client's proxy class returns.
+  const result = childElements(payload)[0];
+  return result === undefined ? notXml : { kind: 'result', result: normalElement(result) };
+}
+
+/** SOAP 1.1 `faultcode`/`faultstring`, SOAP 1.2 `Code/Value`/`Reason/Text`: the code's local part and the text. */
+function soapFault(fault: XmlElement): { code: string; text: string } {
+  const child = (parent: XmlElement | undefined, ...names: string[]): XmlElement | undefined =>
+    parent === undefined ? undefined : childElements(parent).find((element) => names.includes(element.local));
+  const code = child(child(fault, 'Code'), 'Value') ?? child(fault, 'faultcode');
+  const text = child(child(fault, 'Reason'), 'Text') ?? child(fault, 'faultstring');
+  const value = code === undefined ? '' : innerText(code).trim();
+  return { code: value.slice(value.indexOf(':') + 1), text: text === undefined ? '' : innerText(text) };
+}
+
+function qualified(local: string, uri: string | undefined): string {
+  return uri === undefined || uri === '' ? local : `{${uri}}${local}`;
+}
+
+function normalElement(element: XmlElement): NormalElement {
+  const attributes = element.attributes
+    .filter(({ name }) => name !== 'xmlns' && !name.startsWith('xmlns:'))
+    .map(({ name, value, uri }) => [qualified(name.slice(name.indexOf(':') + 1), uri), value] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return { name: qualified(element.local, element.uri), attributes, children: normalChildren(element.children) };
+}
+
+function normalChildren(nodes: readonly XmlNode[]): NormalNode[] {
+  const children: NormalNode[] = [];
+  for (const node of nodes) {
+    if (node.type === 'comment') continue;
+    if (node.type === 'element') {
+      children.push(normalElement(node));
+      continue;
+    }
+    const last = children.length - 1;
+    if (typeof children[last] === 'string') children[last] += node.text;
+    else children.push(node.text);
+  }
+  return children;
+}
+
+// --- Comparing -------------------------------------------------------------------------------------
+
+const NONE = '(none)';
+
+/** `parentPath` is the path of the element holding both (`''` for the roots). */
+function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath: string, step = stepOf(translated)): Diff | null {
+  const path = `${parentPath}/${step}`;
+  if (typeof translated === 'string' || typeof legacy === 'string') {
+    return translated === legacy ? null : { path, translated: render(translated), legacy: render(legacy) };
+  }
+  if (translated.name !== legacy.name) return { path, translated: render(translated), legacy: render(legacy) };
+  const names = [...new Set([...translated.attributes, ...legacy.attributes].map(([name]) => name))].sort();
+  for (const name of names) {
+    const ours = valueOf(translated, name);
+    const theirs = valueOf(legacy, name);
+    if (ours !== theirs) return { path: `${path}/@${name}`, translated: ours ?? NONE, legacy: theirs ?? NONE };
+  }
+  const steps = childSteps(translated.children.length >= legacy.children.length ? translated.children : legacy.children);
+  for (const [index, childStep] of steps.entries()) {
+    const ours = translated.children[index];
+    const theirs = legacy.children[index];
+    if (ours === undefined || theirs === undefined) {
+      return { path: `${path}/${childStep}`, translated: ours === undefined ? NONE : render(ours), legacy: theirs === undefined ? NONE : render(theirs) };
+    }
+    const found = firstDifference(ours, theirs, path, childStep);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function valueOf(element: NormalElement, name: string): string | undefined {
+  return element.attributes.find(([attribute]) => attribute === name)?.[1];
+}
+
+function stepOf(node: NormalNode): string {
+  return typeof node === 'string' ? 'text()' : localOf(node.name);
+}
+
+function localOf(name: string): string {
+  return name.slice(name.lastIndexOf('}') + 1);
+}
+
+/** XPath-like steps: an element among siblings of its name gets its position (`item[3]`). */
+function childSteps(children: readonly NormalNode[]): string[] {
+  const counts = new Map<string, number>();
+  for (const child of children) counts.set(stepOf(child), (counts.get(stepOf(child)) ?? 0) + 1);
+  const seen = new Map<string, number>();
+  return children.map((child) => {
+    const step = stepOf(child);
+    const position = (seen.get(step) ?? 0) + 1;
+    seen.set(step, position);
+    return counts.get(step)! > 1 ? `${step}[${position}]` : step;
+  });
+}
+
+// --- Showing ---------------------------------------------------------------------------------------
+
+/** A node as compact markup, written only as far as a diff shows it. */
+function render(node: NormalNode): string {
+  const parts: string[] = [];
+  let length = 0;
+  const write = (text: string): boolean => {
+    parts.push(text);
+    length += text.length;
+    return length <= DIFF_TEXT_LIMIT;
+  };
+  const visit = (current: NormalNode): boolean => {
+    if (typeof current === 'string') return write(JSON.stringify(current));
+    const attributes = current.attributes.map(([name, value]) => ` ${name}=${JSON.stringify(value)}`).join('');
+    if (current.children.length === 0) return write(`<${current.name}${attributes} />`);
+    return write(`<${current.name}${attributes}>`) && current.children.every(visit) && write(`</${current.name}>`);
+  };
+  visit(node);
+  return parts.join('');
+}
+
+/**
+ * Every occurrence, raw or URL-encoded, even inside a word: unlike a fault's text (upstream.ts redacts
+ * whole tokens there, for the client's sake), a diff is read by operators only, and a short key that
+ * mangles a word costs nothing there.
+ */
+function hide(text: string, secrets: readonly string[]): string {
+  const spellings = secrets.filter((secret) => secret !== '').flatMap((secret) => [secret, encodeURIComponent(secret)]);
+  return spellings.reduce((shown, spelling) => shown.split(spelling).join('[redacted]'), text);
+}
+
+export function cut(text: string, limit = DIFF_TEXT_LIMIT): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)}…`;
+}

@@ -1,0 +1,174 @@
+import { finished } from 'node:stream/promises';
+import { Transform, pipeline, type Readable } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import type { Caller } from '../deprecation/clients.js';
+import { CallError, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
+import { CACHE_ERROR, type Answer } from '../inbound/answer.js';
+import { TEXT_CONTENT_TYPE } from '../inbound/aspnet/error-page.js';
+import type { ServiceRequest } from '../inbound/binding.js';
+import type { BindingName } from '../inbound/bindings.js';
+import { legacyOriginFailed } from '../messages.js';
+import { credentialsOf, type LegacyCall } from '../operations.js';
+import { createShadows, type ShadowedCall, type Side } from '../migration/shadow.js';
+import type { LegacyRoute } from '../migration/routing.js';
+import { createLegacyOrigin, forwardedRequest, type LegacyAnswer, type LegacyOrigin } from '../outbound/legacy-origin.js';
+import type { Fetcher } from '../outbound/upstream.js';
+
+/**
+ * The call runner's side of passthrough and shadow routes (docs/migration.md §6): a routed call is
+ * answered by the legacy origin as it is, or by one path while the other is called in the background
+ * and the two answers compared.
+ */
+
+/** A call's answer, still to be sent: written whole, or the origin's, relayed as it comes. */
+export interface Answered {
+  readonly answer: Answer | LegacyAnswer;
+  readonly failure: unknown;
+  /** The `.cp` request that replaces the call; null when it was not translated. */
+  readonly successor: string | null;
+}
+
+/** The translated path of the call runner: its failures are written by the binding; it rejects only on a defect. */
+export type TranslatedPath = (fetcher: Fetcher, signal: AbortSignal) => Promise<Answered & { readonly answer: Answer }>;
+
+/** What the runner knows of a routed call. */
+export interface RoutedCall {
+  readonly call: LegacyCall;
+  readonly binding: BindingName;
+  readonly caller: Caller;
+  readonly request: ServiceRequest;
+  readonly requestId: string;
+  readonly userAgent: string | undefined;
+  /** The call's successor, worked out without fetching anything. */
+  readonly successor: string | null;
+  /** Aborted when the caller hangs up or the call's deadline passes. */
+  readonly signal: AbortSignal;
+  /** The upstream, each request counted in the call's hit. */
+  readonly fetcher: Fetcher;
+  readonly translate: TranslatedPath;
+}
+
+export interface LegacyRouting {
+  answer(route: LegacyRoute, routed: RoutedCall): Promise<Answered>;
+  close(): Promise<void>;
+}
+
+export interface LegacyRoutingOptions {
+  readonly config: Pick<Config, 'legacy' | 'upstream'>;
+  /** The upstream, for a translated path run in the background: its requests are not the call's. */
+  readonly upstream: Fetcher;
+  readonly registry: Registry;
+  readonly log: FastifyBaseLogger;
+}
+
+export function createLegacyRouting({ config, upstream, registry, log }: LegacyRoutingOptions): LegacyRouting {
+  const shadows = createShadows(config.legacy.maxShadowsInFlight, registry, log);
+  // The schema lets routes exist only with an origin (src/config/validate.ts).
+  const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
+
+  /** The origin's answer to the call, or the 502 that says it gave none. */
+  async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
+    try {
+      const answer = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.signal);
+      return { answer, failure: answer.status >= 400 ? new LegacyOriginError({ code: 'status', status: answer.status }) : null, successor: routed.successor };
+    } catch (err) {
+      return { answer: originFailedAnswer(err), failure: err, successor: routed.successor };
+    }
+  }
+
+  /** The origin's answer read whole, for a comparison; its own deadline, whatever the caller does. */
+  async function legacySide(routed: RoutedCall, origin: LegacyOrigin): Promise<Side> {
+    try {
+      const answer = await origin.send(forwardedRequest(routed.request, routed.userAgent));
+      return { status: answer.status, body: Buffer.concat(await answer.body.toArray()).toString('utf8') };
+    } catch (err) {
+      return failedSide(err);
+    }
+  }
+
+  /** The translated path in the background, under a deadline of its own (`upstream.callTimeoutMs`). */
+  async function translatedSide(routed: RoutedCall): Promise<Side> {
+    const cancel = new AbortController();
+    const deadline = setTimeout(() => cancel.abort(new UpstreamError({ code: 'timeout' })), config.upstream.callTimeoutMs);
+    try {
+      return sideOf(await routed.translate(upstream, cancel.signal));
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  /** Answered by the origin as it is; its bytes are compared with the translated path's once all have passed. */
+  async function shadowFromLegacy(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
+    const compare = shadows.admit(shadowedCall(routed));
+    // Started first: the background path must not wait for the answer.
+    const translated = compare === null ? null : translatedSide(routed);
+    const answered = await passthrough(routed, origin);
+    if (compare === null || translated === null) return answered;
+    if (!isLegacyAnswer(answered.answer)) {
+      compare(translated, Promise.resolve(failedSide(answered.failure)));
+      return answered;
+    }
+    const { status } = answered.answer;
+    const { body, collected } = tapped(answered.answer.body);
+    compare(translated, collected.then((bytes) => ({ status, body: bytes.toString('utf8') }), failedSide));
+    return { ...answered, answer: { ...answered.answer, body } };
+  }
+
+  /** Answered by the translated path; the origin is asked in the background. */
+  async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
+    const compare = shadows.admit(shadowedCall(routed));
+    const legacy = compare === null ? null : legacySide(routed, origin);
+    const answered = routed.translate(routed.fetcher, routed.signal);
+    if (compare !== null && legacy !== null) compare(answered.then(sideOf), legacy);
+    return answered;
+  }
+
+  return {
+    async answer(route, routed) {
+      if (origin === null) throw new Error('a legacy route without legacy.origin');
+      if (route.mode === 'passthrough') return passthrough(routed, origin);
+      return route.answerFrom === 'legacy' ? shadowFromLegacy(routed, origin) : shadowFromTranslated(routed, origin);
+    },
+    close: async () => origin?.close(),
+  };
+}
+
+export function isLegacyAnswer(answer: Answer | LegacyAnswer): answer is LegacyAnswer {
+  return typeof answer.body !== 'string';
+}
+
+function shadowedCall({ call, binding, caller, requestId }: RoutedCall): ShadowedCall {
+  return { operation: call.operation.name, binding, client: caller.name, requestId, apiKey: credentialsOf(call).apiKey };
+}
+
+function sideOf({ answer, failure }: Answered & { readonly answer: Answer }): Side {
+  // A caller that left cancelled the translated path: its answer is not one.
+  return failure instanceof ClientClosedError ? failedSide(failure) : { status: answer.status, body: answer.body };
+}
+
+function failedSide(err: unknown): Side {
+  if (err instanceof LegacyOriginError) return { failed: `legacy_origin: ${err.failure.code}` };
+  return { failed: err instanceof CallError ? failureReason(err) : 'internal' };
+}
+
+/** What the caller of a passthrough gets when the origin gives no answer: the proxy speaks as a gateway. */
+function originFailedAnswer(err: unknown): Answer {
+  const code = err instanceof LegacyOriginError ? err.failure.code : failureReason(err);
+  return { status: 502, contentType: TEXT_CONTENT_TYPE, body: `${legacyOriginFailed(code)}\r\n`, cacheControl: CACHE_ERROR };
+}
+
+/** `body` as it is relayed, and its bytes once all have passed (bounded by `legacy.maxResponseBytes`, which the origin client enforces). */
+function tapped(body: Readable): { body: Readable; collected: Promise<Buffer> } {
+  const chunks: Buffer[] = [];
+  const relay = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      chunks.push(chunk);
+      done(null, chunk);
+    },
+  });
+  // Its failure reaches `relay`, and through it the caller's answer and `collected`.
+  pipeline(body, relay, () => {});
+  return { body: relay, collected: finished(relay).then(() => Buffer.concat(chunks)) };
+}
