@@ -40,6 +40,8 @@ interface Rule {
 }
 
 let proxy: Running;
+/** The "legacy service" the proxy shadows Search against: another catalog, so that answers differ. */
+let legacyService: Running;
 let prometheus: ChildProcess;
 let api: string;
 let dataDir: string;
@@ -74,7 +76,8 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20
 
 /**
  * Named and unnamed callers; faults of the caller (an unknown product type) and of the upstream (a
- * store it does not know); calls a brownout refuses; bursts past `server.maxConcurrentCalls`, shed.
+ * store it does not know); calls a brownout refuses; Search shadowed against another catalog, whose
+ * answers differ; bursts past `server.maxConcurrentCalls`, shed.
  */
 async function traffic(): Promise<void> {
   // Bodies read to the end: a response left unread keeps its connection busy, and stop() waits for it.
@@ -91,7 +94,9 @@ async function traffic(): Promise<void> {
 describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against a real Prometheus', () => {
   beforeAll(async () => {
     requireClient(installed, `Prometheus is not installed at ${PROMETHEUS}`);
+    legacyService = await startProxy({ demo: { seed: 7 } });
     proxy = await startProxy({
+      legacy: { origin: legacyService.url, routes: [{ mode: 'shadow', operations: ['Search'] }] },
       clients: [
         { name: 'warehouse', team: 'Logistics', apiKeys: ['warehouse-key'] },
         { name: 'shop', apiKeys: ['shop-key'] },
@@ -119,7 +124,7 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
     // Calls over several scrapes, so that every rate has two samples with calls between them.
     const ticker = setInterval(() => void traffic(), 400);
     try {
-      await until('the proxy to be scraped with calls of every kind', async () => (await query('legacy:shed_ratio:rate5m')).length > 0 && (await query('legacy:upstream_failure_ratio:rate5m')).length > 0);
+      await until('the proxy to be scraped with calls of every kind', async () => (await query('legacy:shed_ratio:rate5m')).length > 0 && (await query('legacy:upstream_failure_ratio:rate5m')).length > 0 && (await query('legacy:shadow_mismatch_ratio:rate5m')).length > 0);
       await until('every rule to be evaluated', async () => (await rules()).every((rule) => rule.health === 'ok'));
     } finally {
       clearInterval(ticker);
@@ -129,6 +134,7 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
   afterAll(async () => {
     prometheus?.kill();
     await proxy?.stop();
+    await legacyService?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
