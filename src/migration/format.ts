@@ -5,6 +5,9 @@ import type { ClientReport, InputSummary, OperationReport, Trend } from './repor
 /** 1234567 as `1,234,567`, the same on every machine whatever its locale. */
 export const formatCount = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
+/** `1 call`, `2 calls`: a count with its noun. */
+export const countOf = (n: number, noun: string): string => `${formatCount(n)} ${noun}${n === 1 ? '' : 's'}`;
+
 /** An ISO time to the minute, in UTC as the logs are: `2026-11-23 19:40`. */
 export const formatTime = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
 
@@ -29,13 +32,13 @@ export function clientTitle(client: ClientReport): string {
 
 export function exampleText(operation: OperationReport): string {
   if (operation.replacement === null) return 'no replacement: the calls named no operation of the service';
-  return operation.example ?? `no example: no ok call of theirs recorded its ${operation.replacement} request (schema 1 lines do not)`;
+  return operation.example ?? `no example: no ok call of theirs recorded its ${operation.replacement} request (a refused or failed call has none, nor has a hit of schema 1)`;
 }
 
 export function inputText(input: InputSummary): string[] {
   const read = input.sources.map((source) => {
     const name = source.name === '-' ? 'stdin' : source.name;
-    if (source.error === null) return `${name} (${formatCount(source.lines)} lines)`;
+    if (source.error === null) return `${name} (${countOf(source.lines, 'line')})`;
     return source.lines === 0 ? `${name} (not read: ${source.error})` : `${name} (${formatCount(source.lines)} lines, then: ${source.error})`;
   });
   const skipped = input.skipped.map((line) => `${line.source === '-' ? 'stdin' : line.source}:${line.line} ${line.reason}`);

@@ -1,6 +1,6 @@
 import { htmlEncode } from '../inbound/aspnet/error-page.js';
 import { OUTCOMES } from './ledger.js';
-import { clientTitle, exampleText, formatCount, formatTime, inputText, sparkline, trendText } from './format.js';
+import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, sparkline, trendText } from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 import { barChart } from './svg-chart.js';
 
@@ -23,13 +23,13 @@ rect.bar { fill: #3b6ea8; } line.axis { stroke: #888; } text.tick { font-size: 1
 `;
 
 export function renderHtml(report: MigrationReport): string {
-  const period = report.period === null ? 'no hits' : `${formatTime(report.period.from)} to ${formatTime(report.period.to)} UTC, ${report.days.length} days`;
+  const period = report.period === null ? 'no hits' : `${formatTime(report.period.from)} to ${formatTime(report.period.to)} UTC, ${countOf(report.days.length, 'day')}`;
   return [
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8"><title>Migration report</title>',
     `<style>${STYLE}</style></head><body>`,
     '<h1>Migration report: who still calls the deprecated service</h1>',
-    `<p>${formatCount(report.input.hits)} deprecated calls by ${formatCount(report.clients.length)} clients, ${period}.</p>`,
+    `<p>${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${period}.</p>`,
     ...inputText(report.input).map((line) => `<p class="muted">${htmlEncode(line)}</p>`),
     ...(report.folded === 0 ? [] : [`<p>${formatCount(report.folded)} calls of callers past the ledger's size are counted under <q>other</q>.</p>`]),
     '<h2>Clients</h2>',

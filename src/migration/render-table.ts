@@ -1,5 +1,5 @@
 import { OUTCOMES } from './ledger.js';
-import { clientTitle, exampleText, formatCount, formatTime, inputText, sparkline, trendText } from './format.js';
+import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, sparkline, trendText } from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 
 /**
@@ -10,10 +10,10 @@ import type { ClientReport, MigrationReport, Replacement } from './report.js';
 
 export function renderTable(report: MigrationReport, bold: boolean): string {
   const strong = (text: string): string => (bold ? `\x1b[1m${text}\x1b[0m` : text);
-  const period = report.period === null ? 'no hits' : `${formatTime(report.period.from)} to ${formatTime(report.period.to)} UTC (${report.days.length} days)`;
+  const period = report.period === null ? 'no hits' : `${formatTime(report.period.from)} to ${formatTime(report.period.to)} UTC (${countOf(report.days.length, 'day')})`;
   const folded = report.folded === 0 ? [] : [`${formatCount(report.folded)} calls of callers past the ledger's size are counted under "other".`];
   return [
-    `Migration report: ${formatCount(report.input.hits)} deprecated calls by ${formatCount(report.clients.length)} clients, ${period}`,
+    `Migration report: ${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${period}`,
     ...inputText(report.input),
     ...folded,
     ...report.clients.flatMap((client) => ['', ...clientBlock(client, strong)]),
@@ -35,7 +35,7 @@ function clientBlock(client: ClientReport, strong: (text: string) => string): st
   );
   return [
     strong(clientTitle(client)),
-    `  ${formatCount(client.calls)} calls, ${formatCount(client.faults)} faults, first ${formatTime(client.firstSeen)}, last ${formatTime(client.lastSeen)}; ${trendText(client.trend)} ${sparkline(client.recentDays)}`,
+    `  ${countOf(client.calls, 'call')}, ${countOf(client.faults, 'fault')}, first ${formatTime(client.firstSeen)}, last ${formatTime(client.lastSeen)}; ${trendText(client.trend)} ${sparkline(client.recentDays)}`,
     ...columns([['operation', 'binding', 'calls', ...OUTCOMES, 'first seen', 'last seen'], ...rows], [2, 3, 4, 5, 6]).map((line) => `  ${line}`),
     ...client.operations.map((operation) => `  ${operation.operation} → ${exampleText(operation)}`),
   ];

@@ -1,5 +1,5 @@
 import { htmlEncode } from '../inbound/aspnet/error-page.js';
-import { formatCount } from './format.js';
+import { countOf, formatCount } from './format.js';
 import type { Series } from './report.js';
 
 /**
@@ -24,7 +24,7 @@ export function barChart(series: Series, days: readonly string[]): string {
   const bars = series.counts.map((calls, i) => {
     const height = (calls / max) * plotHeight;
     const x = LEFT + i * step;
-    return `<rect class="bar" x="${round(x)}" y="${round(TOP + plotHeight - height)}" width="${round(step - gap)}" height="${round(height)}"><title>${days[i] ?? ''}: ${formatCount(calls)} calls</title></rect>`;
+    return `<rect class="bar" x="${round(x)}" y="${round(TOP + plotHeight - height)}" width="${round(step - gap)}" height="${round(height)}"><title>${days[i] ?? ''}: ${countOf(calls, 'call')}</title></rect>`;
   });
   const label = `${series.name}: calls per day`;
   const axis = [
@@ -36,7 +36,7 @@ export function barChart(series: Series, days: readonly string[]): string {
   ];
   return [
     `<figure class="chart" data-series="${htmlEncode(series.name)}">`,
-    `<figcaption>${htmlEncode(series.name)} <span class="total">${formatCount(series.counts.reduce((a, b) => a + b, 0))} calls</span></figcaption>`,
+    `<figcaption>${htmlEncode(series.name)} <span class="total">${countOf(series.counts.reduce((a, b) => a + b, 0), 'call')}</span></figcaption>`,
     `<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img" aria-label="${htmlEncode(label)}">`,
     ...axis,
     ...bars,
