@@ -84,9 +84,11 @@ export function createUpstream(
       throwOnMaxRedirect: true,
     } as Dispatcher.RequestOptions);
     responded(statusCode);
-    // Bytes: a canonical page goes into the answer without ever being decoded (src/xml/compact.ts).
-    const bytes = new Uint8Array(await body.arrayBuffer());
-    return readResponse(statusCode, bytes, upstream.answers[request.path].root, secretsOf(request));
+    // Bytes, in the chunks they came in: a canonical page goes into the answer without ever being
+    // decoded, and is joined only where it is checked (src/xml/compact.ts).
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return readResponse(statusCode, chunks, upstream.answers[request.path].root, secretsOf(request));
   }
 
   return {
@@ -146,7 +148,7 @@ function secretsOf(request: UpstreamRequest): string[] {
  * message that echoes one of `secrets` (the appKey sent) has it redacted: it goes to legacy clients as
  * a fault.
  */
-export function readResponse(statusCode: number, body: Uint8Array, expectedRoot: string, secrets: readonly string[] = []): Page {
+export function readResponse(statusCode: number, body: Uint8Array | readonly Uint8Array[], expectedRoot: string, secrets: readonly string[] = []): Page {
   if (statusCode >= 200 && statusCode <= 299) {
     const compact = compactDocument(body, expectedRoot);
     if (compact !== null) return compact;

@@ -57,7 +57,7 @@ function treeView(root: XmlElement, shape: ItemsShape): PageView<XmlElement> {
 function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer> | null {
   const { bytes } = page;
   const root = rootSpan(page);
-  const containers = childElementsOf(bytes, root).filter((child) => child.name === shape.items);
+  const containers = childElementsOf(bytes, root, shape.items);
   if (containers.length > 1) return null;
   const container = containers[0];
   const attributes = attributesOf(bytes, root);
@@ -68,14 +68,12 @@ function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer>
     },
     items() {
       if (!container) throw new UpstreamError({ code: 'no_items', container: shape.items });
-      return childElementsOf(bytes, container)
-        .filter((item) => item.name === shape.item)
-        .map((item) => bytes.subarray(item.start, item.end));
+      return childElementsOf(bytes, container, shape.item).map((item) => bytes.subarray(item.start, item.end));
     },
     withItems(items, offset) {
       const item = container as NonNullable<typeof container>;
       const counters = countersFor(items.length, offset);
-      const rootTag = `<${root.name}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
+      const rootTag = `<${page.rootName}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
       // Its start tag without `>` or ` />`, which depend on whether items follow.
       const open = bytes.subarray(item.start, item.startTagEnd - (item.empty ? 3 : 1));
       const content = items.length === 0 ? [open, EMPTY_END] : [open, GT, ...items, Buffer.from(`</${shape.items}>`)];

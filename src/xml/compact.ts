@@ -57,25 +57,35 @@ function exportsOf(): CompactExports {
 
 const PAGE_SIZE = 65_536;
 
-/** `body` (UTF-8 as sent) as a compact document with root `expectedRoot`, or `null` when it must take the slow path. */
-export function compactDocument(body: Uint8Array, expectedRoot: string): CompactDocument | null {
+/**
+ * `body` (UTF-8 as sent, whole or in the chunks it came in) as a compact document with root
+ * `expectedRoot`, or `null` when it must take the slow path.
+ */
+export function compactDocument(body: Uint8Array | readonly Uint8Array[], expectedRoot: string): CompactDocument | null {
+  const chunks = body instanceof Uint8Array ? [body] : body;
+  const length = chunks.reduce((total, chunk) => total + chunk.length, 0);
   const wasm = exportsOf();
   const base = wasm.base();
   const root = Buffer.from(expectedRoot, 'latin1');
   // The page is as large as the response size limit lets it be; the memory grows to hold it and stays.
-  const needed = base + root.length + body.length;
+  const needed = base + root.length + length;
   if (needed > wasm.memory.buffer.byteLength) wasm.memory.grow(Math.ceil((needed - wasm.memory.buffer.byteLength) / PAGE_SIZE));
   const memory = new Uint8Array(wasm.memory.buffer);
   memory.set(root, base);
-  memory.set(body, base + root.length);
-  const length = wasm.compact(root.length, body.length);
-  return length < 0 ? null : { type: 'compact', bytes: Buffer.from(memory.subarray(base, base + length)), rootName: expectedRoot };
+  let at = base + root.length;
+  for (const chunk of chunks) {
+    memory.set(chunk, at);
+    at += chunk.length;
+  }
+  const compactLength = wasm.compact(root.length, length);
+  return compactLength < 0 ? null : { type: 'compact', bytes: Buffer.from(memory.subarray(base, base + compactLength)), rootName: expectedRoot };
 }
 
 /** The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes as U+FFFD (as undici's `body.text()`). */
-export function decodeBody(body: Uint8Array): string {
-  const bom = body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? 3 : 0;
-  return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8', bom);
+export function decodeBody(body: Uint8Array | readonly Uint8Array[]): string {
+  const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.concat(body);
+  const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  return bytes.toString('utf8', bom);
 }
 
 /** The page as a tree, for the assemblers that cut and join pages. */
@@ -140,7 +150,6 @@ export function indentedDocument(page: CompactDocument): string {
 
 /** Where an element of a compact document is: `bytes.subarray(start, end)` is the whole element. */
 export interface ElementSpan {
-  readonly name: string;
   readonly start: number;
   /** Just after its start tag's `>` (for `<x />`, equal to `end`). */
   readonly startTagEnd: number;
@@ -154,43 +163,53 @@ const GT = 62;
 const SLASH = 47;
 const SPACE = 32;
 
-/** Markup is ASCII and never inside a value or text in the canonical subset, so bytes can be searched for it. */
-function spanAt(bytes: Buffer, start: number): { name: string; startTagEnd: number; empty: boolean } {
-  const close = bytes.indexOf(GT, start);
-  let nameEnd = start + 1;
-  while (nameEnd < close && bytes[nameEnd] !== SPACE) nameEnd++;
-  return { name: bytes.toString('latin1', start + 1, nameEnd), startTagEnd: close + 1, empty: bytes[close - 1] === SLASH };
-}
-
+/** The root element: the whole document. */
 export function rootSpan(page: CompactDocument): ElementSpan {
-  const { name, startTagEnd, empty } = spanAt(page.bytes, 0);
-  return { name, start: 0, startTagEnd, end: page.bytes.length, empty };
+  const close = page.bytes.indexOf(GT);
+  return { start: 0, startTagEnd: close + 1, end: page.bytes.length, empty: page.bytes[close - 1] === SLASH };
 }
 
-/** The child elements of `parent`, in order. The document is well nested (`compactDocument` checked it). */
-export function childElementsOf(bytes: Buffer, parent: ElementSpan): ElementSpan[] {
+/**
+ * The child elements of `parent` named `name`, in order. The document is well nested
+ * (`compactDocument` checked it), and markup is ASCII and never inside a value or text in the
+ * canonical subset, so the bytes are searched for `<` and `>` and names compared in place.
+ */
+export function childElementsOf(bytes: Buffer, parent: ElementSpan, name: string): ElementSpan[] {
   const children: ElementSpan[] = [];
   if (parent.empty) return children;
+  const wanted = Buffer.from(name, 'latin1');
   let depth = 0;
-  let current: { name: string; start: number; startTagEnd: number; empty: boolean } | null = null;
+  /** The start of the child open at depth 1, when it has the name wanted; else -1. */
+  let start = -1;
+  let startTagEnd = 0;
   let pos = bytes.indexOf(LT, parent.startTagEnd);
   while (pos >= 0 && pos < parent.end) {
     const close = bytes.indexOf(GT, pos) + 1;
     if (bytes[pos + 1] === SLASH) {
       if (depth === 0) break;
       depth--;
-      if (depth === 0 && current) children.push({ ...current, end: close });
+      if (depth === 0 && start >= 0) children.push({ start, startTagEnd, end: close, empty: false });
     } else {
-      const tag = spanAt(bytes, pos);
+      const empty = bytes[close - 2] === SLASH;
       if (depth === 0) {
-        if (tag.empty) children.push({ ...tag, start: pos, end: close });
-        else current = { ...tag, start: pos };
+        const named = hasName(bytes, pos + 1, wanted);
+        if (named && empty) children.push({ start: pos, startTagEnd: close, end: close, empty });
+        start = named && !empty ? pos : -1;
+        startTagEnd = close;
       }
-      if (!tag.empty) depth++;
+      if (!empty) depth++;
     }
     pos = bytes.indexOf(LT, close);
   }
   return children;
+}
+
+/** Whether the tag name at `at` is `name`: the same bytes, then a space, `>` or `/`. */
+function hasName(bytes: Buffer, at: number, name: Buffer): boolean {
+  const after = bytes[at + name.length];
+  if (after !== SPACE && after !== GT && after !== SLASH) return false;
+  for (let i = 0; i < name.length; i++) if (bytes[at + i] !== name[i]) return false;
+  return true;
 }
 
 const ATTRIBUTE = / ([^=]+)="([^"]*)"/g;

@@ -10,7 +10,7 @@ const MAX_DEPTH: i32 = 128;
 /** No upstream element has more attributes: a tag with more goes the slow way. */
 const MAX_ATTRIBUTES: i32 = 64;
 
-/** Per open element: where its name starts in the output (stable once written) and its length. */
+/** Per open element: where its name starts in the output (stable once moved there) and its length. */
 const OPEN_START = memory.data(MAX_DEPTH * 4);
 const OPEN_LENGTH = memory.data(MAX_DEPTH * 4);
 /** Per attribute of the tag being read: where its name starts in the input, and its length. */
@@ -107,8 +107,9 @@ const REJECT: i32 = -1;
 }
 
 /**
- * `memory.copy` for a token (tens of bytes): V8 calls out of the module for it, which cost more than
- * the copy. Sixteen and eight bytes at a time, front to back, is safe since `to` is below `from`.
+ * `memory.copy` for the tags and text between two runs of white space (tens of bytes): V8 calls out
+ * of the module for it, which cost more than the copy. Sixteen and eight bytes at a time, front to
+ * back, is safe since `to` is below `from`.
  */
 @inline function moveDown(to: usize, from: usize, length: usize): void {
   let i: usize = 0;
@@ -173,7 +174,9 @@ export function compact(rootLength: i32, length: i32): i32 {
   while (p < end && isSpace(at(p))) p++;
   while (end > p && isSpace(at(end - 1))) end--;
 
+  /** The compact page so far ends at `out`; the input from `kept` on is kept too, not yet moved down to it. */
   let out = root;
+  let kept = p;
   let depth: i32 = 0;
   let rootClosed = false;
   /** The last tag was a start tag with nothing after it yet (`<x></x>` is written `<x />`). */
@@ -185,7 +188,13 @@ export function compact(rootLength: i32, length: i32): i32 {
     if (c != LT) {
       // A run of text up to the next tag. Whitespace only: dropped (it always follows a tag here).
       p = skipSpace(p, end);
-      if (p < end && at(p) == LT) continue;
+      if (p < end && at(p) == LT) {
+        // Dropped: what was kept before it moves down, once for the run of tags and text between.
+        if (out != kept) moveDown(out, kept, from - kept);
+        out += from - kept;
+        kept = p;
+        continue;
+      }
       if (depth == 0) return REJECT;
       p = from;
       while ((p = skipPlain(p, end, false)) < end) {
@@ -221,7 +230,10 @@ export function compact(rootLength: i32, length: i32): i32 {
         if (justOpened || depth == 0) return REJECT;
         depth--;
         const openLength = <usize>load<i32>(OPEN_LENGTH + (<usize>depth << 2));
-        if (p - nameStart - 1 != openLength || !sameBytes(<usize>load<i32>(OPEN_START + (<usize>depth << 2)), nameStart, openLength)) return REJECT;
+        const openStart = <usize>load<i32>(OPEN_START + (<usize>depth << 2));
+        // Its name is where it was moved down to, or still where it was read if it was not moved yet.
+        const openName = openStart < out ? openStart : kept + (openStart - out);
+        if (p - nameStart - 1 != openLength || !sameBytes(openName, nameStart, openLength)) return REJECT;
         if (depth == 0) rootClosed = true;
       } else {
         // A start tag `<name( attribute="value")*>` or `… />`. `<x />` counts towards the depth too.
@@ -287,7 +299,7 @@ export function compact(rootLength: i32, length: i32): i32 {
         p++;
         justOpened = !empty;
         if (!empty) {
-          store<i32>(OPEN_START + (<usize>depth << 2), <i32>(out + (nameStart - from)));
+          store<i32>(OPEN_START + (<usize>depth << 2), <i32>(out + (nameStart - kept)));
           store<i32>(OPEN_LENGTH + (<usize>depth << 2), <i32>nameLength);
           depth++;
         } else if (depth == 0) {
@@ -296,9 +308,8 @@ export function compact(rootLength: i32, length: i32): i32 {
         first = false;
       }
     }
-    // The token is kept: moved down over what was dropped (never past where it is read from).
-    if (out != from) moveDown(out, from, p - from);
-    out += p - from;
   }
-  return rootClosed ? <i32>(out - root) : REJECT;
+  if (!rootClosed) return REJECT;
+  if (out != kept) moveDown(out, kept, p - kept);
+  return <i32>(out + (p - kept) - root);
 }
