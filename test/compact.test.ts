@@ -296,4 +296,40 @@ describe('windows and whole lists cut and joined as text', () => {
     const run = planPages(window, 10);
     expect(rendered(() => assembleWindow([compact as Page], window, run, SHAPE))).toEqual(rendered(() => assembleWindow([parseXml(page)], window, run, SHAPE)));
   });
+
+  it('find containers and items however elements of their names (or names that start like them) nest', () => {
+    // Children are found by searching for their end tags: elements of the same name inside them,
+    // empty ones, look-alike names and text between them must not throw the search off.
+    const names = mostly(pick(SHAPE.item, 'x'), pick(SHAPE.items, `${SHAPE.item}X`, `${SHAPE.items}X`));
+    const { tree } = fc.letrec<{ tree: string }>((tie) => ({
+      tree: fc.oneof(
+        { maxDepth: 5, depthIdentifier: 'nest' },
+        pick('t', 'q &amp; r'),
+        fc.tuple(names, pick('', ' a="1"')).map(([tag, attributes]) => `<${tag}${attributes} />`),
+        fc
+          .tuple(names, pick('', ' a="1"'), fc.array(tie('tree'), { minLength: 1, maxLength: 4, depthIdentifier: 'nest' }))
+          .map(([tag, attributes, children]) => `<${tag}${attributes}>${children.join('')}</${tag}>`),
+      ),
+    }));
+    const trees = fc.array(tree, { maxLength: 4 }).map((parts) => parts.join(''));
+    let compared = 0;
+    let answered = 0;
+    fc.assert(
+      fc.property(trees, trees, trees, fc.nat(4), fc.nat(3), (before, items, after, offset, count) => {
+        // A total of 0 lets a short page through: the window holds whatever items there are.
+        const page = `<${ROOT} totalDesigns="0" startResult="0">${before}<${SHAPE.items}>${items}</${SHAPE.items}>${after}</${ROOT}>`;
+        const compact = compactDocument(bytesOf(page), ROOT);
+        if (compact === null) return;
+        compared++;
+        const window = { offset, count };
+        const run = planPages(window, 50);
+        const fast = rendered(() => assembleWindow([compact], window, run, SHAPE));
+        if (!('error' in fast)) answered++;
+        expect(fast).toEqual(rendered(() => assembleWindow([parseXml(page)], window, run, SHAPE)));
+      }),
+      { numRuns: 1000 },
+    );
+    expect(compared).toBeGreaterThan(300);
+    expect(answered).toBeGreaterThan(200);
+  });
 });

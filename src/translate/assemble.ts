@@ -1,7 +1,7 @@
 import { UpstreamError } from '../errors.js';
 import {
   attributesOf,
-  childElementsOf,
+  itemsOf,
   rootSpan,
   treeOf,
   unescapeAttribute,
@@ -57,7 +57,7 @@ function treeView(root: XmlElement, shape: ItemsShape): PageView<XmlElement> {
 function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer> | null {
   const { bytes } = page;
   const root = rootSpan(page);
-  const containers = childElementsOf(bytes, root, shape.items);
+  const { containers, items: itemSpans } = itemsOf(bytes, root, shape.items, shape.item);
   if (containers.length > 1) return null;
   const container = containers[0];
   const attributes = attributesOf(bytes, root);
@@ -68,7 +68,7 @@ function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer>
     },
     items() {
       if (!container) throw new UpstreamError({ code: 'no_items', container: shape.items });
-      return childElementsOf(bytes, container, shape.item).map((item) => bytes.subarray(item.start, item.end));
+      return itemSpans.map((item) => bytes.subarray(item.start, item.end));
     },
     withItems(items, offset) {
       const item = container as NonNullable<typeof container>;

@@ -169,39 +169,64 @@ export function rootSpan(page: CompactDocument): ElementSpan {
   return { start: 0, startTagEnd: close + 1, end: page.bytes.length, empty: page.bytes[close - 1] === SLASH };
 }
 
+/** The containers of a page (children of the root by their name), and the items of the first. */
+export interface ItemSpans {
+  readonly containers: ElementSpan[];
+  readonly items: ElementSpan[];
+}
+
 /**
- * The child elements of `parent` named `name`, in order. The document is well nested
- * (`compactDocument` checked it), and markup is ASCII and never inside a value or text in the
- * canonical subset, so the bytes are searched for `<` and `>` and names compared in place.
+ * The children of `root` named `container`, and the children named `item` of the first of them, in
+ * order, in one walk over the tags. The document is well nested (`compactDocument` checked it), and
+ * markup is ASCII and never inside a value or text in the canonical subset, so the bytes are searched
+ * for `<` and `>` and names compared in place.
  */
-export function childElementsOf(bytes: Buffer, parent: ElementSpan, name: string): ElementSpan[] {
-  const children: ElementSpan[] = [];
-  if (parent.empty) return children;
-  const wanted = Buffer.from(name, 'latin1');
+export function itemsOf(bytes: Buffer, root: ElementSpan, container: string, item: string): ItemSpans {
+  const containers: ElementSpan[] = [];
+  const items: ElementSpan[] = [];
+  if (root.empty) return { containers, items };
+  const containerName = Buffer.from(container, 'latin1');
+  const itemName = Buffer.from(item, 'latin1');
+  /** Levels below the root. */
   let depth = 0;
-  /** The start of the child open at depth 1, when it has the name wanted; else -1. */
-  let start = -1;
-  let startTagEnd = 0;
-  let pos = bytes.indexOf(LT, parent.startTagEnd);
-  while (pos >= 0 && pos < parent.end) {
+  /** Where the open child of the root and the open item start, and their start tags end; -1 when not wanted. */
+  let childStart = -1;
+  let childStartTagEnd = 0;
+  let itemStart = -1;
+  let itemStartTagEnd = 0;
+  /** Inside the first container: its children are the items. */
+  let inFirst = false;
+  let pos = bytes.indexOf(LT, root.startTagEnd);
+  while (pos >= 0 && pos < root.end) {
     const close = bytes.indexOf(GT, pos) + 1;
     if (bytes[pos + 1] === SLASH) {
       if (depth === 0) break;
       depth--;
-      if (depth === 0 && start >= 0) children.push({ start, startTagEnd, end: close, empty: false });
+      if (depth === 0) {
+        if (childStart >= 0) containers.push({ start: childStart, startTagEnd: childStartTagEnd, end: close, empty: false });
+        inFirst = false;
+      } else if (depth === 1 && inFirst && itemStart >= 0) {
+        items.push({ start: itemStart, startTagEnd: itemStartTagEnd, end: close, empty: false });
+      }
     } else {
       const empty = bytes[close - 2] === SLASH;
       if (depth === 0) {
-        const named = hasName(bytes, pos + 1, wanted);
-        if (named && empty) children.push({ start: pos, startTagEnd: close, end: close, empty });
-        start = named && !empty ? pos : -1;
-        startTagEnd = close;
+        const named = hasName(bytes, pos + 1, containerName);
+        inFirst = named && !empty && containers.length === 0;
+        if (named && empty) containers.push({ start: pos, startTagEnd: close, end: close, empty });
+        childStart = named && !empty ? pos : -1;
+        childStartTagEnd = close;
+      } else if (depth === 1 && inFirst) {
+        const named = hasName(bytes, pos + 1, itemName);
+        if (named && empty) items.push({ start: pos, startTagEnd: close, end: close, empty });
+        itemStart = named && !empty ? pos : -1;
+        itemStartTagEnd = close;
       }
       if (!empty) depth++;
     }
     pos = bytes.indexOf(LT, close);
   }
-  return children;
+  return { containers, items };
 }
 
 /** Whether the tag name at `at` is `name`: the same bytes, then a space, `>` or `/`. */
