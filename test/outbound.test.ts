@@ -4,12 +4,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config.js';
 import { UpstreamError } from '../src/errors.js';
 import { CONNECTION_CLOSED, TIMED_OUT, UNABLE_TO_CONNECT } from '../src/messages.js';
-import { createUpstream, readResponse, type Upstream, type UpstreamOutcome } from '../src/outbound/upstream.js';
+import { createUpstream, readResponse as readBody, type Upstream, type UpstreamOutcome } from '../src/outbound/upstream.js';
 import { treeOf } from '../src/xml/compact.js';
 import type { UpstreamRequest } from '../src/translate/plan.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
 import { startStubUpstream, type StubHandler, type StubUpstream } from './support/stub-upstream.js';
+
+/** `readResponse` on a body written as text, sent as UTF-8. */
+function readResponse(status: number, text: string, root: string, secrets: readonly string[] = []): ReturnType<typeof readBody> {
+  return readBody(status, Buffer.from(text), root, secrets);
+}
 
 // The outbound client against real loopback servers (test/support/stub-upstream.ts). Expected texts:
 // docs/upstream.md §5, §7 and §11.8.

@@ -7,7 +7,8 @@ import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage }
 export interface Answer {
   readonly status: number;
   readonly contentType: string;
-  readonly body: string;
+  /** Bytes when a page went through as bytes (src/xml/compact.ts). */
+  readonly body: string | Buffer;
   readonly cacheControl: string;
   /** Headers beyond these, such as `Retry-After`. */
   readonly headers?: Readonly<Record<string, string>>;

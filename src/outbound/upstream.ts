@@ -2,7 +2,7 @@ import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { CallError, UpstreamError, type FailureReason, type UpstreamFailure } from '../errors.js';
 import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
-import { compactDocument, type Page } from '../xml/compact.js';
+import { compactDocument, decodeBody, type Page } from '../xml/compact.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../xml/tree.js';
 
@@ -80,8 +80,11 @@ export function createUpstream(
       throwOnMaxRedirect: true,
     } as Dispatcher.RequestOptions);
     responded(statusCode);
-    const text = await body.text();
-    return readResponse(statusCode, text, upstream.answers[request.path].root, secretsOf(request));
+    // Bytes, in the chunks they came in: a canonical page goes into the answer without ever being
+    // decoded, and is joined only where it is checked (src/xml/compact.ts).
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    return readResponse(statusCode, chunks, upstream.answers[request.path].root, secretsOf(request));
   }
 
   return {
@@ -143,18 +146,19 @@ function secretsOf(request: UpstreamRequest): string[] {
 
 /**
  * Status and body in, page or a named failure out. A 2xx page in the canonical subset passes through
- * as text (src/xml/compact.ts); anything else is parsed and checked whole. An upstream error message
- * that echoes one of `secrets` (the appKey sent) has it redacted: it goes to legacy clients as a fault.
+ * as bytes (src/xml/compact.ts); anything else is decoded, parsed and checked whole. An upstream error
+ * message that echoes one of `secrets` (the appKey sent) has it redacted: it goes to legacy clients as
+ * a fault.
  */
-export function readResponse(statusCode: number, text: string, expectedRoot: string, secrets: readonly string[] = []): Page {
+export function readResponse(statusCode: number, body: Uint8Array | readonly Uint8Array[], expectedRoot: string, secrets: readonly string[] = []): Page {
   if (statusCode >= 200 && statusCode <= 299) {
-    const compact = compactDocument(text, expectedRoot);
+    const compact = compactDocument(body, expectedRoot);
     if (compact !== null) return compact;
   }
   let root: XmlElement | undefined;
   try {
     // Positions only serve error texts the client never sees for an upstream response.
-    root = parseXml(text, { positions: false });
+    root = parseXml(decodeBody(body), { positions: false });
   } catch (err) {
     if (!(err instanceof XmlSyntaxError)) throw err;
   }

@@ -1,5 +1,5 @@
 import { finished } from 'node:stream/promises';
-import { Transform, pipeline, type Readable } from 'node:stream';
+import { Readable, Transform, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
@@ -136,7 +136,8 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
 }
 
 export function isLegacyAnswer(answer: Answer | LegacyAnswer): answer is LegacyAnswer {
-  return typeof answer.body !== 'string';
+  // The proxy's own answers are whole (text, or bytes on the fast path); only a relayed one streams.
+  return answer.body instanceof Readable;
 }
 
 function shadowedCall({ call, binding, caller, requestId }: RoutedCall): ShadowedCall {
@@ -145,7 +146,8 @@ function shadowedCall({ call, binding, caller, requestId }: RoutedCall): Shadowe
 
 function sideOf({ answer, failure }: Answered & { readonly answer: Answer }): Side {
   // A caller that left cancelled the translated path: its answer is not one.
-  return failure instanceof ClientClosedError ? failedSide(failure) : { status: answer.status, body: answer.body };
+  const body = typeof answer.body === 'string' ? answer.body : answer.body.toString('utf8');
+  return failure instanceof ClientClosedError ? failedSide(failure) : { status: answer.status, body };
 }
 
 function failedSide(err: unknown): Side {

@@ -1,7 +1,7 @@
 import { UpstreamError } from '../errors.js';
 import {
   attributesOf,
-  childElementsOf,
+  itemsOf,
   rootSpan,
   treeOf,
   unescapeAttribute,
@@ -16,7 +16,7 @@ import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
  * Responses in, result out: several `searchResultSet` pages become one, under the first page's root,
  * with `startResult`/`resultLength` rewritten to describe what is returned. Everything else (other
  * attributes and their order, totals, searchQuery, subtopics, the items themselves) is kept as the
- * upstream wrote it. Pages that came through as compact text are cut and joined as text; if any had
+ * upstream wrote it. Pages that came through as compact bytes are cut and joined as bytes; if any had
  * to be parsed, all are handled as trees. Both give the same bytes (test/compact.test.ts).
  */
 
@@ -54,13 +54,13 @@ function treeView(root: XmlElement, shape: ItemsShape): PageView<XmlElement> {
 }
 
 /** `null` when the page has more than one container: the tree form decides what that means. */
-function compactView(page: CompactDocument, shape: ItemsShape): PageView<string> | null {
-  const { text } = page;
+function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer> | null {
+  const { bytes } = page;
   const root = rootSpan(page);
-  const containers = childElementsOf(text, root).filter((child) => child.name === shape.items);
+  const { containers, items: itemSpans } = itemsOf(bytes, root, shape.items, shape.item);
   if (containers.length > 1) return null;
   const container = containers[0];
-  const attributes = attributesOf(text, root);
+  const attributes = attributesOf(bytes, root);
   return {
     attribute(name) {
       const found = attributes.find(([key]) => key === name);
@@ -68,21 +68,23 @@ function compactView(page: CompactDocument, shape: ItemsShape): PageView<string>
     },
     items() {
       if (!container) throw new UpstreamError({ code: 'no_items', container: shape.items });
-      return childElementsOf(text, container)
-        .filter((item) => item.name === shape.item)
-        .map((item) => text.slice(item.start, item.end));
+      return itemSpans.map((item) => bytes.subarray(item.start, item.end));
     },
     withItems(items, offset) {
       const item = container as NonNullable<typeof container>;
       const counters = countersFor(items.length, offset);
-      const rootTag = `<${root.name}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
+      const rootTag = `<${page.rootName}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
       // Its start tag without `>` or ` />`, which depend on whether items follow.
-      const open = text.slice(item.start, item.startTagEnd - (item.empty ? 3 : 1));
-      const content = items.length === 0 ? `${open} />` : `${open}>${items.join('')}</${shape.items}>`;
-      return { type: 'compact', rootName: page.rootName, text: rootTag + text.slice(root.startTagEnd, item.start) + content + text.slice(item.end) };
+      const open = bytes.subarray(item.start, item.startTagEnd - (item.empty ? 3 : 1));
+      const content = items.length === 0 ? [open, EMPTY_END] : [open, GT, ...items, Buffer.from(`</${shape.items}>`)];
+      const parts = [Buffer.from(rootTag), bytes.subarray(root.startTagEnd, item.start), ...content, bytes.subarray(item.end)];
+      return { type: 'compact', rootName: page.rootName, bytes: Buffer.concat(parts) };
     },
   };
 }
+
+const EMPTY_END = Buffer.from(' />');
+const GT = Buffer.from('>');
 
 function countersFor(count: number, offset: number): Readonly<Record<string, string>> {
   return { startResult: String(offset), resultLength: String(count) };
@@ -91,7 +93,7 @@ function countersFor(count: number, offset: number): Readonly<Record<string, str
 /** Compact views of every page, or tree views when any page is not compact (or not simple). */
 function viewsOf(pages: readonly Page[], shape: ItemsShape): PageView<unknown>[] {
   const compact = pages.every((page) => page.type === 'compact') ? pages.map((page) => compactView(page as CompactDocument, shape)) : [];
-  if (compact.length === pages.length && compact.every((view) => view !== null)) return compact as PageView<string>[];
+  if (compact.length === pages.length && compact.every((view) => view !== null)) return compact as PageView<Buffer>[];
   return pages.map((page) => treeView(treeOf(page), shape));
 }
 

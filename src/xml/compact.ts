@@ -1,175 +1,108 @@
+import { readFileSync } from 'node:fs';
 import { parseXml } from './parse.js';
 import type { XmlElement } from './tree.js';
 import { XML_DECLARATION } from './write.js';
 
 /**
  * The fast path for upstream pages: a document in the canonical subset of XML is passed through as
- * text, never turned into a tree and written back. The canonical subset is what the writer
+ * bytes, never decoded, turned into a tree and written back. The canonical subset is what the writer
  * (src/xml/write.ts) would write unchanged: no namespaces, no DTD, comments, CDATA or processing
  * instructions; attributes in double quotes, one space apart; only the escapes the writer itself
- * uses; empty elements as `<x />`. For such a document, the compact text (whitespace-only text
- * between tags dropped, as a default-loaded XmlDocument drops it) is byte for byte what parsing and
+ * uses; empty elements as `<x />`. For such a document, the compact bytes (whitespace-only text
+ * between tags dropped, as a default-loaded XmlDocument drops it) are byte for byte what parsing and
  * writing would give, and its checks (well-formed, no DTD, not cut short, one root) are the parser's
- * for that subset. Anything outside it returns `null`: the caller parses the whole document as
- * before, with the same results and faults.
+ * for that subset. Anything outside it returns `null`: the caller decodes and parses the whole
+ * document as before, with the same results and faults.
+ *
+ * The check is one pass over the UTF-8 bytes in WebAssembly (src/xml/wasm/compact.ts, built from
+ * AssemblyScript into dist/src/xml/compact.wasm): a regular expression per token cost a fifth of a
+ * call, and the bytes never need to become a string on the way to the client.
  */
 
 export interface CompactDocument {
   readonly type: 'compact';
-  /** The root element, whitespace-only text between tags dropped. */
-  readonly text: string;
+  /** The root element in UTF-8, whitespace-only text between tags dropped. */
+  readonly bytes: Buffer;
   readonly rootName: string;
 }
 
-/** An upstream page: passed through as compact text, or parsed into a tree when it had to be. */
+/** An upstream page: passed through as compact bytes, or parsed into a tree when it had to be. */
 export type Page = XmlElement | CompactDocument;
 
-/** Deeper documents go the slow way, which refuses them as the parser does. */
-const MAX_DEPTH = 128;
+/** What this module uses of the WebAssembly API, which @types/node 20 does not declare. */
+declare const WebAssembly: {
+  readonly Module: new (bytes: Uint8Array) => object;
+  readonly Instance: new (module: object) => { readonly exports: object };
+};
 
-const NAME = '[A-Za-z_][A-Za-z0-9_.-]*';
-/** Attribute names as element names, but never a namespace declaration. */
-const ATTRIBUTE_NAME = `(?!xmlns)${NAME}`;
-/** Characters of a surrogate pair: one character outside the BMP, as the parser reads it. */
-const PAIR = '[\\uD800-\\uDBFF][\\uDC00-\\uDFFF]';
-/**
- * Not in attribute values: markup, quotes, controls (tab and line breaks too: the parser would
- * normalise them), lone surrogates, U+FFFE/U+FFFF.
- */
-const NOT_IN_VALUE = '"<>&\\x00-\\x1F\\uD800-\\uDFFF\\uFFFE\\uFFFF';
-/** Not in text: markup, `>` (the writer escapes it), CR (the parser normalises it), controls, lone surrogates. */
-const NOT_IN_TEXT = '<>&\\x00-\\x08\\x0B-\\x1F\\uD800-\\uDFFF\\uFFFE\\uFFFF';
-/**
- * Written "usual* (special usual*)*", where no usual character can start a special one: there is
- * one way only to match, so a value that does not match fails in linear time, and the patterns are
- * applied to one tag or one run of text at a time, never to the whole document.
- */
-const VALUE = `[^${NOT_IN_VALUE}]*(?:(?:&(?:amp|lt|gt|quot);|${PAIR})[^${NOT_IN_VALUE}]*)*`;
-const START_TAG = `<${NAME}(?: ${ATTRIBUTE_NAME}="${VALUE}")*(?: />|>)`;
-const END_TAG = `</${NAME}>`;
-/** A run of text up to the next tag: at least one character, so that the scan always moves on. */
-const TEXT_RUN = `(?:[^${NOT_IN_TEXT}]|&(?:amp|lt|gt);|${PAIR})[^${NOT_IN_TEXT}]*(?:(?:&(?:amp|lt|gt);|${PAIR})[^${NOT_IN_TEXT}]*)*`;
-/** One token of the canonical subset, from where the scan stands. */
-const TOKEN = new RegExp(`${START_TAG}|${END_TAG}|${TEXT_RUN}`, 'y');
-const BETWEEN_TAGS = />[ \t\r\n]+</g;
-
-/** `text` as a compact document with root `expectedRoot`, or `null` when it must take the slow path. */
-export function compactDocument(text: string, expectedRoot: string): CompactDocument | null {
-  const compact = trimXmlSpace(text).replace(BETWEEN_TAGS, '><');
-  return canonical(compact, expectedRoot) ? { type: 'compact', text: compact, rootName: expectedRoot } : null;
-}
-
-const isXmlSpace = (code: number): boolean => code === 32 || code === 9 || code === 10 || code === 13;
-
-/** Without the white space XML allows around the root (a regular expression anchored at the end would try every run). */
-function trimXmlSpace(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && isXmlSpace(text.charCodeAt(start))) start++;
-  while (end > start && isXmlSpace(text.charCodeAt(end - 1))) end--;
-  return start === 0 && end === text.length ? text : text.slice(start, end);
+interface CompactExports {
+  readonly memory: { readonly buffer: ArrayBuffer; grow(pages: number): number };
+  /** Where the root name and then the page go. */
+  base(): number;
+  /** The compact page's length, written from `base()`, or -1 for the slow path. */
+  compact(rootLength: number, length: number): number;
 }
 
 /**
- * Whether the compacted `text` is in the canonical subset, with root `expectedRoot`: every tag and
- * every run of text canonical, one root, every end tag closing the element open, no attribute twice
- * in a tag, at most 128 levels, and no element that the writer would write as `<x />` written
- * `<x></x>`. Names are compared in place, not cut out.
+ * Built next to this module in dist/; the TypeScript sources (run by the tests) find it there too.
+ * Loaded synchronously once: a 2 KB module, compiled in well under a millisecond.
  */
-function canonical(text: string, expectedRoot: string): boolean {
-  const openStart = new Int32Array(MAX_DEPTH);
-  const openLength = new Int32Array(MAX_DEPTH);
-  const attributes = { start: new Int32Array(64), length: new Int32Array(64) };
-  let depth = 0;
-  let pos = 0;
-  let rootClosed = false;
-  /** The last tag was a start tag with nothing after it yet. */
-  let justOpened = false;
-  while (pos < text.length) {
-    TOKEN.lastIndex = pos;
-    if (!TOKEN.test(text)) return false;
-    const end = TOKEN.lastIndex;
-    if (text.charCodeAt(pos) !== 60 /* < */) {
-      // Text: only inside the root. A text run stops only at `<` or a character outside the subset.
-      if (depth === 0 || (end < text.length && text.charCodeAt(end) !== 60)) return false;
-      justOpened = false;
-    } else if (rootClosed) {
-      return false;
-    } else if (text.charCodeAt(pos + 1) === 47 /* / */) {
-      // `<x></x>`: the writer writes an element without content as `<x />`.
-      if (justOpened || depth === 0) return false;
-      depth--;
-      const length = openLength[depth] as number;
-      if (end - pos - 3 !== length || !sameChars(text, openStart[depth] as number, pos + 2, length)) return false;
-      if (depth === 0) rootClosed = true;
-    } else {
-      // The parser counts an element written `<x />` towards the depth too.
-      if (depth >= MAX_DEPTH) return false;
-      const close = end - 1;
-      let nameEnd = pos + 1;
-      while (nameEnd < close && text.charCodeAt(nameEnd) !== 32) nameEnd++;
-      if (pos === 0 && (nameEnd - 1 !== expectedRoot.length || !text.startsWith(expectedRoot, 1))) return false;
-      if (nameEnd < close && !distinctAttributes(text, nameEnd, close, attributes)) return false;
-      justOpened = text.charCodeAt(close - 1) !== 47; /* / */
-      if (justOpened) {
-        openStart[depth] = pos + 1;
-        openLength[depth] = nameEnd - pos - 1;
-        depth++;
-      } else if (depth === 0) {
-        rootClosed = true;
-      }
-    }
-    pos = end;
+const WASM_FILE = new URL(import.meta.url.endsWith('.ts') ? '../../dist/src/xml/compact.wasm' : 'compact.wasm', import.meta.url);
+let instance: CompactExports | undefined;
+
+function exportsOf(): CompactExports {
+  instance ??= new WebAssembly.Instance(new WebAssembly.Module(readFileSync(WASM_FILE))).exports as CompactExports;
+  return instance;
+}
+
+const PAGE_SIZE = 65_536;
+
+/**
+ * `body` (UTF-8 as sent, whole or in the chunks it came in) as a compact document with root
+ * `expectedRoot`, or `null` when it must take the slow path.
+ */
+export function compactDocument(body: Uint8Array | readonly Uint8Array[], expectedRoot: string): CompactDocument | null {
+  const chunks = body instanceof Uint8Array ? [body] : body;
+  const length = chunks.reduce((total, chunk) => total + chunk.length, 0);
+  const wasm = exportsOf();
+  const base = wasm.base();
+  const root = Buffer.from(expectedRoot, 'latin1');
+  // The page is as large as the response size limit lets it be; the memory grows to hold it and stays.
+  const needed = base + root.length + length;
+  if (needed > wasm.memory.buffer.byteLength) wasm.memory.grow(Math.ceil((needed - wasm.memory.buffer.byteLength) / PAGE_SIZE));
+  const memory = new Uint8Array(wasm.memory.buffer);
+  memory.set(root, base);
+  let at = base + root.length;
+  for (const chunk of chunks) {
+    memory.set(chunk, at);
+    at += chunk.length;
   }
-  return rootClosed;
+  const compactLength = wasm.compact(root.length, length);
+  return compactLength < 0 ? null : { type: 'compact', bytes: Buffer.from(memory.subarray(base, base + compactLength)), rootName: expectedRoot };
 }
 
-function sameChars(text: string, a: number, b: number, length: number): boolean {
-  for (let i = 0; i < length; i++) if (text.charCodeAt(a + i) !== text.charCodeAt(b + i)) return false;
-  return true;
-}
-
-/**
- * Attributes ` name="value"` from `from` to the tag's end `close`: no name twice. Names are filed by
- * first character and length, so only names that may be equal are compared.
- */
-function distinctAttributes(text: string, from: number, close: number, seen: { start: Int32Array; length: Int32Array }): boolean {
-  let count = 0;
-  let filed = 0;
-  let at = from;
-  while (text.charCodeAt(at) === 32 && text.charCodeAt(at + 1) !== 47 /* / */) {
-    const eq = text.indexOf('=', at);
-    const start = at + 1;
-    const length = eq - start;
-    const bit = 1 << ((text.charCodeAt(start) + length * 7) & 31);
-    if ((filed & bit) !== 0) {
-      for (let k = 0; k < count; k++) {
-        if (seen.length[k] === length && sameChars(text, seen.start[k] as number, start, length)) return false;
-      }
-    }
-    filed |= bit;
-    // No upstream element has that many attributes: such a tag goes the slow way.
-    if (count === seen.start.length) return false;
-    seen.start[count] = start;
-    seen.length[count] = length;
-    count++;
-    at = text.indexOf('"', eq + 2) + 1;
-  }
-  return at === close || (text.charCodeAt(at) === 32 && at + 2 === close);
+/** The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes as U+FFFD (as undici's `body.text()`). */
+export function decodeBody(body: Uint8Array | readonly Uint8Array[]): string {
+  const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.concat(body);
+  const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  return bytes.toString('utf8', bom);
 }
 
 /** The page as a tree, for the assemblers that cut and join pages. */
 export function treeOf(page: Page): XmlElement {
-  return page.type === 'compact' ? parseXml(page.text, { positions: false }) : page;
+  return page.type === 'compact' ? parseXml(page.bytes.toString('utf8'), { positions: false }) : page;
 }
 
+const NO_NAMESPACE = Buffer.from(' xmlns=""');
+
 /**
- * The root as the SOAP writer embeds it under a default namespace: `xmlns=""` right after the root's
- * name, since its elements are in no namespace (docs/wire.md §4).
+ * The root as the SOAP writer embeds it under a default namespace, in pieces to be joined into the
+ * envelope: `xmlns=""` right after the root's name, since its elements are in no namespace
+ * (docs/wire.md §4).
  */
-export function soapContent(page: CompactDocument): string {
+export function soapContent(page: CompactDocument): readonly Uint8Array[] {
   const nameEnd = page.rootName.length + 1;
-  return `${page.text.slice(0, nameEnd)} xmlns=""${page.text.slice(nameEnd)}`;
+  return [page.bytes.subarray(0, nameEnd), NO_NAMESPACE, page.bytes.subarray(nameEnd)];
 }
 
 const NEWLINE = '\r\n';
@@ -181,7 +114,8 @@ const INDENT = '  ';
  * its parent holds text, from which point on nothing below that parent gets line breaks.
  */
 export function indentedDocument(page: CompactDocument): string {
-  const { text } = page;
+  // On the decoded text: HTTP GET/POST answers are rarer than SOAP ones, and their bytes change anyway.
+  const text = page.bytes.toString('utf8');
   const out: string[] = [XML_DECLARATION, NEWLINE];
   /** Per open element: whether it holds text (is mixed) so far. */
   const mixed: boolean[] = [];
@@ -214,9 +148,8 @@ export function indentedDocument(page: CompactDocument): string {
 
 // --- Reading a compact document in place --------------------------------------------------------
 
-/** Where an element of a compact document is: `text.slice(start, end)` is the whole element. */
+/** Where an element of a compact document is: `bytes.subarray(start, end)` is the whole element. */
 export interface ElementSpan {
-  readonly name: string;
   readonly start: number;
   /** Just after its start tag's `>` (for `<x />`, equal to `end`). */
   readonly startTagEnd: number;
@@ -225,49 +158,90 @@ export interface ElementSpan {
   readonly empty: boolean;
 }
 
-function spanAt(text: string, start: number): { name: string; startTagEnd: number; empty: boolean } {
-  const close = text.indexOf('>', start);
-  let nameEnd = start + 1;
-  while (nameEnd < close && text.charCodeAt(nameEnd) !== 32) nameEnd++;
-  return { name: text.slice(start + 1, nameEnd), startTagEnd: close + 1, empty: text.charCodeAt(close - 1) === 47 /* / */ };
-}
+const LT = 60;
+const GT = 62;
+const SLASH = 47;
+const SPACE = 32;
 
+/** The root element: the whole document. */
 export function rootSpan(page: CompactDocument): ElementSpan {
-  const { name, startTagEnd, empty } = spanAt(page.text, 0);
-  return { name, start: 0, startTagEnd, end: page.text.length, empty };
+  const close = page.bytes.indexOf(GT);
+  return { start: 0, startTagEnd: close + 1, end: page.bytes.length, empty: page.bytes[close - 1] === SLASH };
 }
 
-/** The child elements of `parent`, in order. The document is well nested (`compactDocument` checked it). */
-export function childElementsOf(text: string, parent: ElementSpan): ElementSpan[] {
-  const children: ElementSpan[] = [];
-  if (parent.empty) return children;
+/** The containers of a page (children of the root by their name), and the items of the first. */
+export interface ItemSpans {
+  readonly containers: ElementSpan[];
+  readonly items: ElementSpan[];
+}
+
+/**
+ * The children of `root` named `container`, and the children named `item` of the first of them, in
+ * order, in one walk over the tags. The document is well nested (`compactDocument` checked it), and
+ * markup is ASCII and never inside a value or text in the canonical subset, so the bytes are searched
+ * for `<` and `>` and names compared in place.
+ */
+export function itemsOf(bytes: Buffer, root: ElementSpan, container: string, item: string): ItemSpans {
+  const containers: ElementSpan[] = [];
+  const items: ElementSpan[] = [];
+  if (root.empty) return { containers, items };
+  const containerName = Buffer.from(container, 'latin1');
+  const itemName = Buffer.from(item, 'latin1');
+  /** Levels below the root. */
   let depth = 0;
-  let current: { name: string; start: number; startTagEnd: number; empty: boolean } | null = null;
-  let pos = text.indexOf('<', parent.startTagEnd);
-  while (pos >= 0 && pos < parent.end) {
-    const close = text.indexOf('>', pos) + 1;
-    if (text.charCodeAt(pos + 1) === 47 /* / */) {
+  /** Where the open child of the root and the open item start, and their start tags end; -1 when not wanted. */
+  let childStart = -1;
+  let childStartTagEnd = 0;
+  let itemStart = -1;
+  let itemStartTagEnd = 0;
+  /** Inside the first container: its children are the items. */
+  let inFirst = false;
+  let pos = bytes.indexOf(LT, root.startTagEnd);
+  while (pos >= 0 && pos < root.end) {
+    const close = bytes.indexOf(GT, pos) + 1;
+    if (bytes[pos + 1] === SLASH) {
       if (depth === 0) break;
       depth--;
-      if (depth === 0 && current) children.push({ ...current, end: close });
-    } else {
-      const tag = spanAt(text, pos);
       if (depth === 0) {
-        if (tag.empty) children.push({ ...tag, start: pos, end: close });
-        else current = { ...tag, start: pos };
+        if (childStart >= 0) containers.push({ start: childStart, startTagEnd: childStartTagEnd, end: close, empty: false });
+        inFirst = false;
+      } else if (depth === 1 && inFirst && itemStart >= 0) {
+        items.push({ start: itemStart, startTagEnd: itemStartTagEnd, end: close, empty: false });
       }
-      if (!tag.empty) depth++;
+    } else {
+      const empty = bytes[close - 2] === SLASH;
+      if (depth === 0) {
+        const named = hasName(bytes, pos + 1, containerName);
+        inFirst = named && !empty && containers.length === 0;
+        if (named && empty) containers.push({ start: pos, startTagEnd: close, end: close, empty });
+        childStart = named && !empty ? pos : -1;
+        childStartTagEnd = close;
+      } else if (depth === 1 && inFirst) {
+        const named = hasName(bytes, pos + 1, itemName);
+        if (named && empty) items.push({ start: pos, startTagEnd: close, end: close, empty });
+        itemStart = named && !empty ? pos : -1;
+        itemStartTagEnd = close;
+      }
+      if (!empty) depth++;
     }
-    pos = text.indexOf('<', close);
+    pos = bytes.indexOf(LT, close);
   }
-  return children;
+  return { containers, items };
+}
+
+/** Whether the tag name at `at` is `name`: the same bytes, then a space, `>` or `/`. */
+function hasName(bytes: Buffer, at: number, name: Buffer): boolean {
+  const after = bytes[at + name.length];
+  if (after !== SPACE && after !== GT && after !== SLASH) return false;
+  for (let i = 0; i < name.length; i++) if (bytes[at + i] !== name[i]) return false;
+  return true;
 }
 
 const ATTRIBUTE = / ([^=]+)="([^"]*)"/g;
 
 /** The attributes of the element's start tag, names and values as written (escaped). */
-export function attributesOf(text: string, element: ElementSpan): [name: string, value: string][] {
-  const tag = text.slice(element.start, element.startTagEnd);
+export function attributesOf(bytes: Buffer, element: ElementSpan): [name: string, value: string][] {
+  const tag = bytes.toString('utf8', element.start, element.startTagEnd);
   return Array.from(tag.matchAll(ATTRIBUTE), (match) => [match[1] as string, match[2] as string]);
 }
 

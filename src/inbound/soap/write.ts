@@ -16,16 +16,25 @@ export function soapContentType(version: SoapVersion): string {
   return version === '1.1' ? 'text/xml; charset=utf-8' : 'application/soap+xml; charset=utf-8';
 }
 
-function envelope(version: SoapVersion, header: string, body: string): string {
-  return (
-    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${soapNamespace(version)}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">` +
-    `${header}<soap:Body>${body}</soap:Body></soap:Envelope>`
-  );
+function envelopeHead(version: SoapVersion, header: string): string {
+  return `${XML_DECLARATION}<soap:Envelope xmlns:soap="${soapNamespace(version)}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">${header}<soap:Body>`;
 }
 
-export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: Page): string {
-  const content = result.type === 'compact' ? soapContent(result) : writeXml(result, { indent: false, defaultNamespace: namespace });
-  return envelope(version, '', `<${op.name}Response xmlns="${namespace}"><${op.name}Result>${content}</${op.name}Result></${op.name}Response>`);
+const ENVELOPE_TAIL = '</soap:Body></soap:Envelope>';
+
+function envelope(version: SoapVersion, header: string, body: string): string {
+  return envelopeHead(version, header) + body + ENVELOPE_TAIL;
+}
+
+/**
+ * A compact page goes in as bytes, joined once with the envelope around it, so that the page is never
+ * a string on its way to the client; a tree is written as text.
+ */
+export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: Page): string | Buffer {
+  const open = `<${op.name}Response xmlns="${namespace}"><${op.name}Result>`;
+  const close = `</${op.name}Result></${op.name}Response>`;
+  if (result.type !== 'compact') return envelope(version, '', open + writeXml(result, { indent: false, defaultNamespace: namespace }) + close);
+  return Buffer.concat([Buffer.from(envelopeHead(version, '') + open), ...soapContent(result), Buffer.from(close + ENVELOPE_TAIL)]);
 }
 
 const FAULT_CODES: Readonly<Record<SoapVersion, Readonly<Record<SoapFaultCode, string>>>> = {

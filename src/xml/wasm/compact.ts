@@ -1,0 +1,311 @@
+// AssemblyScript, compiled to dist/src/xml/compact.wasm by `npm run build:wasm` (not by tsc).
+//
+// The canonical-subset check of src/xml/compact.ts over the page's UTF-8 bytes, in one pass with no
+// allocation: the same decisions as the rules written there, and the compact bytes written in place
+// over the input (whitespace-only text between tags dropped, white space around the root trimmed).
+// The caller puts the expected root name at `base()` and the page right after it.
+
+/** Deeper documents go the slow way, which refuses them as the parser does. */
+const MAX_DEPTH: i32 = 128;
+/** No upstream element has more attributes: a tag with more goes the slow way. */
+const MAX_ATTRIBUTES: i32 = 64;
+
+/** Per open element: where its name starts in the output (stable once moved there) and its length. */
+const OPEN_START = memory.data(MAX_DEPTH * 4);
+const OPEN_LENGTH = memory.data(MAX_DEPTH * 4);
+/** Per attribute of the tag being read: where its name starts in the input, and its length. */
+const ATTRIBUTE_START = memory.data(MAX_ATTRIBUTES * 4);
+const ATTRIBUTE_LENGTH = memory.data(MAX_ATTRIBUTES * 4);
+
+const LT: u32 = 0x3c;
+const GT: u32 = 0x3e;
+const AMP: u32 = 0x26;
+const QUOT: u32 = 0x22;
+const SLASH: u32 = 0x2f;
+const SPACE: u32 = 0x20;
+const EQUALS: u32 = 0x3d;
+
+/** Where the caller writes the root name and then the page. */
+export function base(): usize {
+  return (__heap_base + 15) & ~15;
+}
+
+/** A rejected document. */
+const REJECT: i32 = -1;
+
+@inline function at(p: usize): u32 {
+  return <u32>load<u8>(p);
+}
+
+@inline function isSpace(c: u32): bool {
+  return c == SPACE || c == 0x09 || c == 0x0a || c == 0x0d;
+}
+
+@inline function isNameStart(c: u32): bool {
+  return ((c | 0x20) - 0x61 < 26) || c == 0x5f;
+}
+
+@inline function isNameChar(c: u32): bool {
+  return isNameStart(c) || c - 0x30 < 10 || c == 0x2e || c == 0x2d;
+}
+
+/** The end of the name starting at `p` (its first character already checked), within `end`. */
+@inline function nameEnd(p: usize, end: usize): usize {
+  p++;
+  // Sixteen bytes at a time: most names end within the first sixteen.
+  while (p + 16 <= end) {
+    const v = v128.load(p);
+    const letter = i8x16.lt_u(i8x16.sub(v128.or(v, i8x16.splat(0x20)), i8x16.splat(0x61)), i8x16.splat(26));
+    const digit = i8x16.lt_u(i8x16.sub(v, i8x16.splat(0x30)), i8x16.splat(10));
+    const dotOrDash = i8x16.lt_u(i8x16.sub(v, i8x16.splat(0x2d)), i8x16.splat(2));
+    const underscore = i8x16.eq(v, i8x16.splat(0x5f));
+    const other = ~i8x16.bitmask(v128.or(v128.or(letter, digit), v128.or(dotOrDash, underscore))) & 0xffff;
+    if (other != 0) return p + <usize>ctz(other);
+    p += 16;
+  }
+  while (p < end && isNameChar(at(p))) p++;
+  return p;
+}
+
+/** Where the white space from `p` ends: the indentation between tags of a pretty-printed page. */
+@inline function skipSpace(p: usize, end: usize): usize {
+  while (p + 16 <= end) {
+    const v = v128.load(p);
+    const space = v128.or(v128.or(i8x16.eq(v, i8x16.splat(<i8>SPACE)), i8x16.eq(v, i8x16.splat(0x09))), v128.or(i8x16.eq(v, i8x16.splat(0x0a)), i8x16.eq(v, i8x16.splat(0x0d))));
+    const other = ~i8x16.bitmask(space) & 0xffff;
+    if (other != 0) return p + <usize>ctz(other);
+    p += 16;
+  }
+  while (p < end && isSpace(at(p))) p++;
+  return p;
+}
+
+/**
+ * Where the run of plain bytes from `p` ends: printable ASCII but markup, `&` and (when `quote`) `"`.
+ * Sixteen bytes at a time: values and text are most of a page, and almost all plain.
+ */
+@inline function skipPlain(p: usize, end: usize, quote: bool): usize {
+  const lt = i8x16.splat(<i8>LT);
+  const gt = i8x16.splat(<i8>GT);
+  const amp = i8x16.splat(<i8>AMP);
+  const quot = i8x16.splat(<i8>(quote ? QUOT : LT));
+  const space = i8x16.splat(<i8>SPACE);
+  const ascii = i8x16.splat(0x7f);
+  while (p + 16 <= end) {
+    const v = v128.load(p);
+    const markup = v128.or(v128.or(i8x16.eq(v, lt), i8x16.eq(v, gt)), v128.or(i8x16.eq(v, amp), i8x16.eq(v, quot)));
+    const mask = i8x16.bitmask(v128.or(markup, v128.or(i8x16.lt_u(v, space), i8x16.gt_u(v, ascii))));
+    if (mask != 0) return p + <usize>ctz(mask);
+    p += 16;
+  }
+  while (p < end) {
+    const c = at(p);
+    if (c < SPACE || c > 0x7e || c == LT || c == GT || c == AMP || (quote && c == QUOT)) break;
+    p++;
+  }
+  return p;
+}
+
+/**
+ * `memory.copy` for the tags and text between two runs of white space (tens of bytes): V8 calls out
+ * of the module for it, which cost more than the copy. Sixteen and eight bytes at a time, front to
+ * back, is safe since `to` is below `from`.
+ */
+@inline function moveDown(to: usize, from: usize, length: usize): void {
+  let i: usize = 0;
+  for (; i + 16 <= length; i += 16) v128.store(to + i, v128.load(from + i));
+  for (; i + 8 <= length; i += 8) store<u64>(to + i, load<u64>(from + i));
+  for (; i < length; i++) store<u8>(to + i, load<u8>(from + i));
+}
+
+function sameBytes(a: usize, b: usize, length: usize): bool {
+  for (let i: usize = 0; i < length; i++) if (load<u8>(a + i) != load<u8>(b + i)) return false;
+  return true;
+}
+
+/**
+ * After a `&` at `p`: the length of `amp;`, `lt;`, `gt;` (or `quot;` when `quote` is allowed) that
+ * follows, or 0 when none does (the writer writes no other reference).
+ */
+function escapeLength(p: usize, end: usize, quote: bool): usize {
+  if (p + 3 <= end && at(p + 2) == 0x3b && (at(p) == 0x6c || at(p) == 0x67) && at(p + 1) == 0x74) return 3; // lt; gt;
+  if (p + 4 <= end && at(p) == 0x61 && at(p + 1) == 0x6d && at(p + 2) == 0x70 && at(p + 3) == 0x3b) return 4; // amp;
+  if (quote && p + 5 <= end && at(p) == 0x71 && at(p + 1) == 0x75 && at(p + 2) == 0x6f && at(p + 3) == 0x74 && at(p + 4) == 0x3b) return 5; // quot;
+  return 0;
+}
+
+/**
+ * The length of the well-formed UTF-8 sequence for one character at `p` whose first byte `c` is past
+ * ASCII, or 0 when it is malformed (the text decoder would make it U+FFFD: such a page goes the slow
+ * way, which decodes it as before) or is U+FFFE/U+FFFF (never in XML).
+ */
+function multiByteLength(p: usize, end: usize, c: u32): usize {
+  if (c < 0xc2) return 0;
+  if (c < 0xe0) return p + 2 <= end && at(p + 1) - 0x80 < 0x40 ? 2 : 0;
+  if (c < 0xf0) {
+    if (p + 3 > end) return 0;
+    const c1 = at(p + 1);
+    const c2 = at(p + 2);
+    const low: u32 = c == 0xe0 ? 0xa0 : 0x80;
+    const high: u32 = c == 0xed ? 0x9f : 0xbf; // ED A0..BF would be a surrogate
+    if (c1 < low || c1 > high || c2 - 0x80 >= 0x40) return 0;
+    if (c == 0xef && c1 == 0xbf && c2 >= 0xbe) return 0; // U+FFFE, U+FFFF
+    return 3;
+  }
+  if (c > 0xf4 || p + 4 > end) return 0;
+  const c1 = at(p + 1);
+  const low: u32 = c == 0xf0 ? 0x90 : 0x80;
+  const high: u32 = c == 0xf4 ? 0x8f : 0xbf;
+  if (c1 < low || c1 > high || at(p + 2) - 0x80 >= 0x40 || at(p + 3) - 0x80 >= 0x40) return 0;
+  return 4;
+}
+
+/**
+ * The length of the character at `p` (first byte `c`) where a plain run stopped, in text or (`value`)
+ * an attribute value: an escape, a character past ASCII, or tab or line feed in text; 0 when it may
+ * not be there. Never markup; in text, no `>` (the writer escapes it), CR (the parser normalises it)
+ * or other control; in a value, no control at all (the parser would normalise tab and line breaks).
+ * Not inlined: in the loops over values and text it made them half again as slow.
+ */
+function specialLength(p: usize, end: usize, c: u32, value: bool): usize {
+  if (c >= 0x80) return multiByteLength(p, end, c);
+  if (c == AMP) {
+    const n = escapeLength(p + 1, end, value);
+    return n == 0 ? 0 : n + 1;
+  }
+  if (c == LT || c == GT || (c < SPACE && (value || (c != 0x09 && c != 0x0a)))) return 0;
+  return 1;
+}
+
+/**
+ * Checks the `length` bytes of the page after the `rootLength` bytes of the expected root name and
+ * writes the compact page over them from `base()`. Returns its length, or -1 when the page is not
+ * in the canonical subset with that root.
+ */
+export function compact(rootLength: i32, length: i32): i32 {
+  const root = base();
+  let p = root + <usize>rootLength;
+  let end = p + <usize>length;
+  // What the text decoder drops (a byte order mark), then white space around the root.
+  if (p + 3 <= end && at(p) == 0xef && at(p + 1) == 0xbb && at(p + 2) == 0xbf) p += 3;
+  while (p < end && isSpace(at(p))) p++;
+  while (end > p && isSpace(at(end - 1))) end--;
+
+  /** The compact page so far ends at `out`; the input from `kept` on is kept too, not yet moved down to it. */
+  let out = root;
+  let kept = p;
+  let depth: i32 = 0;
+  let rootClosed = false;
+  /** The last tag was a start tag with nothing after it yet (`<x></x>` is written `<x />`). */
+  let justOpened = false;
+  let first = true;
+  while (p < end) {
+    const from = p;
+    let c = at(p);
+    if (c != LT) {
+      // A run of text up to the next tag. Whitespace only: dropped (it always follows a tag here).
+      p = skipSpace(p, end);
+      if (p < end && at(p) == LT) {
+        // Dropped: what was kept before it moves down, once for the run of tags and text between.
+        if (out != kept) moveDown(out, kept, from - kept);
+        out += from - kept;
+        kept = p;
+        continue;
+      }
+      if (depth == 0) return REJECT;
+      p = from;
+      while ((p = skipPlain(p, end, false)) < end) {
+        c = at(p);
+        if (c == LT) break;
+        const n = specialLength(p, end, c, false);
+        if (n == 0) return REJECT;
+        p += n;
+      }
+      justOpened = false;
+    } else {
+      if (rootClosed || p + 1 >= end) return REJECT;
+      c = at(p + 1);
+      if (c == SLASH) {
+        // An end tag `</name>`, closing the element open.
+        p += 2;
+        if (p >= end || !isNameStart(at(p))) return REJECT;
+        const nameStart = p;
+        p = nameEnd(p, end);
+        if (p >= end || at(p) != GT) return REJECT;
+        p++;
+        if (justOpened || depth == 0) return REJECT;
+        depth--;
+        const openLength = <usize>load<i32>(OPEN_LENGTH + (<usize>depth << 2));
+        const openStart = <usize>load<i32>(OPEN_START + (<usize>depth << 2));
+        // Its name is where it was moved down to, or still where it was read if it was not moved yet.
+        const openName = openStart < out ? openStart : kept + (openStart - out);
+        if (p - nameStart - 1 != openLength || !sameBytes(openName, nameStart, openLength)) return REJECT;
+        if (depth == 0) rootClosed = true;
+      } else {
+        // A start tag `<name( attribute="value")*>` or `… />`. `<x />` counts towards the depth too.
+        if (!isNameStart(c) || depth >= MAX_DEPTH) return REJECT;
+        p++;
+        const nameStart = p;
+        p = nameEnd(p, end);
+        const nameLength = p - nameStart;
+        if (first && (nameLength != <usize>rootLength || !sameBytes(root, nameStart, nameLength))) return REJECT;
+        let attributes: i32 = 0;
+        let empty = false;
+        while (true) {
+          if (p >= end) return REJECT;
+          c = at(p);
+          if (c == GT) break;
+          if (c != SPACE || p + 1 >= end) return REJECT;
+          p++;
+          c = at(p);
+          if (c == SLASH) {
+            if (p + 1 >= end || at(p + 1) != GT) return REJECT;
+            p++;
+            empty = true;
+            break;
+          }
+          // An attribute: never a namespace declaration, never twice.
+          if (!isNameStart(c)) return REJECT;
+          const attributeStart = p;
+          p = nameEnd(p, end);
+          const attributeLength = p - attributeStart;
+          if (attributeLength >= 5 && at(attributeStart) == 0x78 && at(attributeStart + 1) == 0x6d && at(attributeStart + 2) == 0x6c && at(attributeStart + 3) == 0x6e && at(attributeStart + 4) == 0x73) return REJECT; // xmlns
+          for (let k: i32 = 0; k < attributes; k++) {
+            const at_ = <usize>k << 2;
+            if (<usize>load<i32>(ATTRIBUTE_LENGTH + at_) == attributeLength && sameBytes(<usize>load<i32>(ATTRIBUTE_START + at_), attributeStart, attributeLength)) return REJECT;
+          }
+          if (attributes == MAX_ATTRIBUTES) return REJECT;
+          store<i32>(ATTRIBUTE_START + (<usize>attributes << 2), <i32>attributeStart);
+          store<i32>(ATTRIBUTE_LENGTH + (<usize>attributes << 2), <i32>attributeLength);
+          attributes++;
+          if (p + 2 > end || at(p) != EQUALS || at(p + 1) != QUOT) return REJECT;
+          p += 2;
+          // The value: not markup, quotes or controls (tab and line breaks too: the parser would normalise them).
+          while (true) {
+            p = skipPlain(p, end, true);
+            if (p >= end) return REJECT;
+            c = at(p);
+            if (c == QUOT) break;
+            const n = specialLength(p, end, c, true);
+            if (n == 0) return REJECT;
+            p += n;
+          }
+          p++;
+        }
+        p++;
+        justOpened = !empty;
+        if (!empty) {
+          store<i32>(OPEN_START + (<usize>depth << 2), <i32>(out + (nameStart - kept)));
+          store<i32>(OPEN_LENGTH + (<usize>depth << 2), <i32>nameLength);
+          depth++;
+        } else if (depth == 0) {
+          rootClosed = true;
+        }
+        first = false;
+      }
+    }
+  }
+  if (!rootClosed) return REJECT;
+  if (out != kept) moveDown(out, kept, p - kept);
+  return <i32>(out + (p - kept) - root);
+}
