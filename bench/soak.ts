@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   const samples: (Usage & { readonly minute: number })[] = [];
   const started = performance.now();
   const sample = async (): Promise<void> => {
-    samples.push({ ...(await proxy.usage()), minute: (performance.now() - started) / 60_000 });
+    samples.push({ ...(await proxy.usage(true)), minute: (performance.now() - started) / 60_000 });
   };
   await sample();
   const sampler = setInterval(() => void sample(), SAMPLE_SECONDS * 1000);
