@@ -167,7 +167,7 @@ describe('named clients behind a load balancer (server.trustProxy)', () => {
       'Invalid configuration: server.trustProxy must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
     );
     expect(validateConfig({ server: { trustProxy: true }, clients: [{ name: 'shop', apiKeys: ['k'] }] }).server.trustProxy).toBe(true);
-    expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow('Invalid configuration: server.trustProxy must be a whole number from 1 to 16, got 0.');
+    expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow('Invalid configuration: server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.');
   });
 });
 

@@ -93,6 +93,8 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
       const hint = known === undefined ? '' : ` (did you mean ${[...path, known].join('.')}?)`;
       return new ConfigError([...path, unknown].join('.'), `is not a configuration key${hint}.`);
     }
+    case 'anyOf':
+      return new ConfigError(name, `${schema.patternProblem}, ${got}.`);
     case 'pattern':
       // A property name (propertyNames) is named in the key itself; a value is shown.
       return error.propertyName === undefined

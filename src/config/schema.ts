@@ -129,7 +129,10 @@ export const ConfigSchema = Type.Object(
        * caller writes; validate.ts refuses it for clients known by address). The whole number first,
        * so that a bad value is told the range rather than only "true or false".
        */
-      trustProxy: Type.Union([Type.Integer({ minimum: 1, maximum: 16 }), Type.Boolean()], { default: false }),
+      trustProxy: Type.Union([Type.Integer({ minimum: 1, maximum: 16 }), Type.Boolean()], {
+        default: false,
+        patternProblem: 'must be true, false or the number of proxies in front (1 to 16)',
+      }),
       bodyLimitBytes: integer(1024, 64 * 1024 * 1024, 1_048_576),
       requestTimeoutMs: integer(1000, MAX_TIMEOUT_MS, 60_000),
       shutdownGraceMs: integer(0, MAX_TIMEOUT_MS, 35_000),

@@ -1,4 +1,4 @@
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import { REPEAT_PERIOD_MS } from '../migration/brownouts.js';
 import { ConfigError, FORMATS, refusal } from './messages.js';
 import { ConfigSchema, type Config, type Settings } from './schema.js';
@@ -51,6 +51,18 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
   ],
   ['legacy.routes', ({ legacy, clients }) => legacyRoutesProblem(legacy, clients)],
 ];
+
+/**
+ * The error to word: the first ajv reports, unless it is one branch of a union that words itself as a
+ * whole (`patternProblem` on the union): then the union's, which names every form the key takes.
+ */
+function firstError(errors: readonly ErrorObject[]): ErrorObject {
+  const first = errors[0]!;
+  const union = errors.find(
+    (error) => error.keyword === 'anyOf' && error.instancePath === first.instancePath && (error.parentSchema as { patternProblem?: string } | undefined)?.patternProblem !== undefined,
+  );
+  return union ?? first;
+}
 
 /** Each client is matched some way, and no name, apiKey, fingerprint or range belongs to two clients. */
 function clientsProblem(clients: Settings['clients']): string | false {
@@ -116,7 +128,7 @@ function legacyRoutesProblem({ origin, routes }: Settings['legacy'], clients: Se
 export function validateConfig(json: Json, origins: Readonly<Record<string, string>> = {}): Config {
   // ajv fills defaults in place: work on a copy, not on the caller's objects.
   const settings: unknown = structuredClone(json);
-  if (!check(settings)) throw refusal(check.errors![0]!, origins);
+  if (!check(settings)) throw refusal(firstError(check.errors!), origins);
   for (const [key, problem] of RULES) {
     const found = problem(settings);
     if (found !== false) throw new ConfigError(key, found);
