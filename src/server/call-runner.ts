@@ -167,7 +167,6 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
           // Brownouts and sunset: refused as the web method's first line would, before translation and upstream requests.
           const refused = refuse(read.call, caller);
           if (refused !== null) {
-            request.successor = refused.detail.successor;
             return { read, answer: refusalAnswer(binding.writeError(refused, read.wire), refused), failure: refused, successor: refused.detail.successor };
           }
           const translatePath = (fetcher: Fetcher, signal: AbortSignal) => translate(binding, read.call, read.wire, fetcher, signal);
