@@ -129,7 +129,7 @@ function expectSameAsSlowPath(body: Uint8Array): boolean {
   const tree = parseXml(text, { positions: false });
   expect(tree.local).toBe(ROOT);
   expect(soapText(fast)).toBe(writeXml(tree, { indent: false, defaultNamespace: NS }));
-  expect(indentedDocument(fast)).toBe(writeXmlDocument(tree, { indent: true }));
+  expect(indentedDocument(fast).toString('utf8')).toBe(writeXmlDocument(tree, { indent: true }));
   return true;
 }
 
@@ -227,6 +227,17 @@ describe('the fast path for upstream pages', () => {
     expect(expectSameAsSlowPath(bytesOf(`<${ROOT}><a>x</a></${ROOT}>`))).toBe(true);
   });
 
+  it('indents the deepest document it takes, however much longer the indentation makes it', () => {
+    // Elements on all 128 levels the fast path takes (the root's is the first), 3,000 of them on the
+    // last but one, indented 252 spaces: the indented document is more than ten times the page, more
+    // than the memory held before.
+    const below = 125;
+    const leaves = Array.from({ length: 3000 }, (_, i) => (i % 2 ? `<i n="${i}">x &amp; y</i>` : '<e />')).join('');
+    const text = `<${ROOT}>${'<d>'.repeat(below)}${leaves}<m>text<i>in text</i></m>${'</d>'.repeat(below)}</${ROOT}>`;
+    expect(expectSameAsSlowPath(bytesOf(text))).toBe(true);
+    expect(indentedDocument(compactDocument(bytesOf(text), ROOT) as CompactDocument).length).toBeGreaterThan(10 * text.length);
+  });
+
   it('takes the pages the upstream writes', async () => {
     expect(expectSameAsSlowPath(bytesOf(pageDocument(100, new Map([['resultsPerPage', '60']]), SEARCH_PAGES)))).toBe(true);
     const demo = await startDemoUpstream(loadConfig({}, { log: { level: 'silent' } }));
@@ -245,7 +256,7 @@ function rendered(assemble: () => Page): { soap: string; document: string } | { 
   try {
     const page = assemble();
     return page.type === 'compact'
-      ? { soap: soapText(page), document: indentedDocument(page) }
+      ? { soap: soapText(page), document: indentedDocument(page).toString('utf8') }
       : { soap: writeXml(page, { indent: false, defaultNamespace: NS }), document: writeXmlDocument(page, { indent: true }) };
   } catch (err) {
     return { error: (err as Error).message };

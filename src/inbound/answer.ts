@@ -19,7 +19,7 @@ export const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';
 export const CACHE_SUCCESS = 'private, max-age=0';
 export const CACHE_ERROR = 'private';
 
-export function xmlAnswer(body: string): Answer {
+export function xmlAnswer(body: string | Buffer): Answer {
   return { status: 200, contentType: XML_CONTENT_TYPE, body, cacheControl: CACHE_SUCCESS };
 }
 

@@ -41,6 +41,10 @@ interface CompactExports {
   base(): number;
   /** The compact page's length, written from `base()`, or -1 for the slow path. */
   compact(rootLength: number, length: number): number;
+  /** Where `indent` writes the document of `length` bytes at `base()`. */
+  indentedBase(length: number): number;
+  /** The indented document's length. */
+  indent(length: number): number;
 }
 
 /**
@@ -57,6 +61,12 @@ function exportsOf(): CompactExports {
 
 const PAGE_SIZE = 65_536;
 
+/** The page is as large as the response size limit lets it be: the memory grows to hold it, and stays. */
+function reserve(wasm: CompactExports, end: number): void {
+  const size = wasm.memory.buffer.byteLength;
+  if (end > size) wasm.memory.grow(Math.ceil((end - size) / PAGE_SIZE));
+}
+
 /**
  * `body` (UTF-8 as sent, whole or in the chunks it came in) as a compact document with root
  * `expectedRoot`, or `null` when it must take the slow path.
@@ -67,9 +77,7 @@ export function compactDocument(body: Uint8Array | readonly Uint8Array[], expect
   const wasm = exportsOf();
   const base = wasm.base();
   const root = Buffer.from(expectedRoot, 'latin1');
-  // The page is as large as the response size limit lets it be; the memory grows to hold it and stays.
-  const needed = base + root.length + length;
-  if (needed > wasm.memory.buffer.byteLength) wasm.memory.grow(Math.ceil((needed - wasm.memory.buffer.byteLength) / PAGE_SIZE));
+  reserve(wasm, base + root.length + length);
   const memory = new Uint8Array(wasm.memory.buffer);
   memory.set(root, base);
   let at = base + root.length;
@@ -105,45 +113,25 @@ export function soapContent(page: CompactDocument): readonly Uint8Array[] {
   return [page.bytes.subarray(0, nameEnd), NO_NAMESPACE, page.bytes.subarray(nameEnd)];
 }
 
-const NEWLINE = '\r\n';
-const INDENT = '  ';
+/** The declaration and line break the HTTP GET/POST document starts with. */
+const DOCUMENT_HEAD = Buffer.from(`${XML_DECLARATION}\r\n`, 'latin1');
 
 /**
  * The whole document as the HTTP GET/POST bindings write it: declaration, CRLF, the root indented by
- * XmlTextWriter's rules (docs/wire.md §6.4): each element on its own line two spaces deeper, unless
- * its parent holds text, from which point on nothing below that parent gets line breaks.
+ * XmlTextWriter's rules (docs/wire.md §6.4), in one pass over the bytes in WebAssembly.
  */
-export function indentedDocument(page: CompactDocument): string {
-  // On the decoded text: HTTP GET/POST answers are rarer than SOAP ones, and their bytes change anyway.
-  const text = page.bytes.toString('utf8');
-  const out: string[] = [XML_DECLARATION, NEWLINE];
-  /** Per open element: whether it holds text (is mixed) so far. */
-  const mixed: boolean[] = [];
-  let pos = 0;
-  while (pos < text.length) {
-    const depth = mixed.length;
-    const parentMixed = depth > 0 && mixed[depth - 1] === true;
-    if (text.charCodeAt(pos) !== 60 /* < */) {
-      const next = text.indexOf('<', pos);
-      out.push(text.slice(pos, next));
-      mixed[depth - 1] = true;
-      pos = next;
-      continue;
-    }
-    const close = text.indexOf('>', pos) + 1;
-    const tag = text.slice(pos, close);
-    if (text.charCodeAt(pos + 1) === 47 /* / */) {
-      const own = mixed.pop() === true;
-      if (!own) out.push(NEWLINE, INDENT.repeat(depth - 1));
-      out.push(tag);
-    } else {
-      if (depth > 0 && !parentMixed) out.push(NEWLINE, INDENT.repeat(depth));
-      out.push(tag);
-      if (text.charCodeAt(close - 2) !== 47 /* / */) mixed.push(parentMixed);
-    }
-    pos = close;
-  }
-  return out.join('');
+export function indentedDocument(page: CompactDocument): Buffer {
+  const wasm = exportsOf();
+  const length = page.bytes.length;
+  reserve(wasm, wasm.base() + length);
+  new Uint8Array(wasm.memory.buffer).set(page.bytes, wasm.base());
+  const indentedLength = wasm.indent(length);
+  // Read after the call: indenting may have grown the memory, which replaces its buffer.
+  const from = wasm.indentedBase(length);
+  const document = Buffer.allocUnsafe(DOCUMENT_HEAD.length + indentedLength);
+  DOCUMENT_HEAD.copy(document);
+  document.set(new Uint8Array(wasm.memory.buffer, from, indentedLength), DOCUMENT_HEAD.length);
+  return document;
 }
 
 // --- Reading a compact document in place --------------------------------------------------------

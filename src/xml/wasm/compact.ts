@@ -4,6 +4,8 @@
 // allocation: the same decisions as the rules written there, and the compact bytes written in place
 // over the input (whitespace-only text between tags dropped, white space around the root trimmed).
 // The caller puts the expected root name at `base()` and the page right after it.
+//
+// And the HTTP GET/POST bindings' indentation of a compact document, also in one pass over its bytes.
 
 /** Deeper documents go the slow way, which refuses them as the parser does. */
 const MAX_DEPTH: i32 = 128;
@@ -16,6 +18,9 @@ const OPEN_LENGTH = memory.data(MAX_DEPTH * 4);
 /** Per attribute of the tag being read: where its name starts in the input, and its length. */
 const ATTRIBUTE_START = memory.data(MAX_ATTRIBUTES * 4);
 const ATTRIBUTE_LENGTH = memory.data(MAX_ATTRIBUTES * 4);
+
+/** Per open element while indenting: whether it holds text, or its parent did (1) or not (0). */
+const MIXED = memory.data(MAX_DEPTH);
 
 const LT: u32 = 0x3c;
 const GT: u32 = 0x3e;
@@ -109,9 +114,9 @@ const REJECT: i32 = -1;
 /**
  * `memory.copy` for the tags and text between two runs of white space (tens of bytes): V8 calls out
  * of the module for it, which cost more than the copy. Sixteen and eight bytes at a time, front to
- * back, is safe since `to` is below `from`.
+ * back: safe when `to` is below `from` or the two do not overlap.
  */
-@inline function moveDown(to: usize, from: usize, length: usize): void {
+@inline function copyBytes(to: usize, from: usize, length: usize): void {
   let i: usize = 0;
   for (; i + 16 <= length; i += 16) v128.store(to + i, v128.load(from + i));
   for (; i + 8 <= length; i += 8) store<u64>(to + i, load<u64>(from + i));
@@ -207,7 +212,7 @@ export function compact(rootLength: i32, length: i32): i32 {
       p = skipSpace(p, end);
       if (p < end && at(p) == LT) {
         // Dropped: what was kept before it moves down, once for the run of tags and text between.
-        if (out != kept) moveDown(out, kept, from - kept);
+        if (out != kept) copyBytes(out, kept, from - kept);
         out += from - kept;
         kept = p;
         continue;
@@ -306,6 +311,90 @@ export function compact(rootLength: i32, length: i32): i32 {
     }
   }
   if (!rootClosed) return REJECT;
-  if (out != kept) moveDown(out, kept, p - kept);
+  if (out != kept) copyBytes(out, kept, p - kept);
   return <i32>(out + (p - kept) - root);
+}
+
+// --- Indenting ------------------------------------------------------------------------------------
+
+/** Where the next `byte` from `p` is, or `end`. */
+@inline function find(p: usize, end: usize, byte: u32): usize {
+  const wanted = i8x16.splat(<i8>byte);
+  while (p + 16 <= end) {
+    const mask = i8x16.bitmask(i8x16.eq(v128.load(p), wanted));
+    if (mask != 0) return p + <usize>ctz(mask);
+    p += 16;
+  }
+  while (p < end && at(p) != byte) p++;
+  return p;
+}
+
+/** Grows the memory, if need be, so that the bytes up to `end` (and sixteen more for whole-vector stores) exist. */
+@inline function reserve(end: usize): void {
+  const size = <usize>memory.size() << 16;
+  if (end + 16 > size) memory.grow(<i32>((end + 16 - size + 0xffff) >> 16));
+}
+
+/** Where `indent` writes: after the compact document of `length` bytes at `base()`. */
+export function indentedBase(length: i32): usize {
+  return (base() + <usize>length + 15) & ~15;
+}
+
+const CRLF: u16 = 0x0a0d;
+
+/**
+ * The compact document of `length` bytes at `base()` indented by XmlTextWriter's rules (docs/wire.md
+ * §6.4), written from `indentedBase(length)`; returns its length. Each element goes on its own line
+ * (CR LF) two spaces deeper than its parent, unless its parent holds text, from which point on
+ * nothing below that parent gets line breaks. The document came from `compact` (or from pieces of
+ * such documents): well nested, no deeper than MAX_DEPTH, and `<` and `>` only as markup.
+ */
+export function indent(length: i32): i32 {
+  let p = base();
+  const end = p + <usize>length;
+  const start = indentedBase(length);
+  let out = start;
+  let depth: usize = 0;
+  const spaces = i8x16.splat(<i8>SPACE);
+  while (p < end) {
+    if (at(p) != LT) {
+      // Text: its element holds text from here on.
+      const next = find(p, end, LT);
+      reserve(out + (next - p));
+      copyBytes(out, p, next - p);
+      out += next - p;
+      store<u8>(MIXED + depth - 1, 1);
+      p = next;
+      continue;
+    }
+    const close = find(p, end, GT) + 1;
+    let lineDepth: usize = 0;
+    let newLine = false;
+    if (at(p + 1) == SLASH) {
+      depth--;
+      newLine = load<u8>(MIXED + depth) == 0;
+      lineDepth = depth;
+    } else {
+      const parentMixed = depth > 0 && load<u8>(MIXED + depth - 1) != 0;
+      newLine = depth > 0 && !parentMixed;
+      lineDepth = depth;
+      if (at(close - 2) != SLASH) {
+        store<u8>(MIXED + depth, parentMixed ? 1 : 0);
+        depth++;
+      }
+    }
+    reserve(out + 2 + 2 * lineDepth + (close - p));
+    if (newLine) {
+      store<u16>(out, CRLF);
+      out += 2;
+      const indentEnd = out + 2 * lineDepth;
+      // Whole vectors: the few bytes past the indentation are overwritten by the tag next.
+      for (let q = out; q < indentEnd; q += 16) v128.store(q, spaces);
+      out = indentEnd;
+    }
+    copyBytes(out, p, close - p);
+    out += close - p;
+    p = close;
+  }
+  return <i32>(out - start);
 }
