@@ -23,6 +23,8 @@ export interface LatencyRun {
   readonly errors: number;
   /** How late the load generator itself sent, at p99: what of the latency is its own. */
   readonly sendLatenessP99Ms: number;
+  /** Every answered request's latency, in microseconds, ascending: for quantiles over several runs. */
+  readonly latenciesUs: readonly number[];
 }
 
 /** Enough that a rate of thousands per second never waits for a connection while answers take ms. */
@@ -81,18 +83,21 @@ export async function latencyAtRate(base: string, request: BenchRequest, rate: n
   stopped = true;
   errors += total - finished;
   for (const connection of connections) connection.close();
+  latenciesUs.sort((a, b) => a - b);
+  latenessUs.sort((a, b) => a - b);
   return {
     p50Ms: quantile(latenciesUs, 0.5) / 1000,
     p99Ms: quantile(latenciesUs, 0.99) / 1000,
     answered: latenciesUs.length,
     errors,
     sendLatenessP99Ms: quantile(latenessUs, 0.99) / 1000,
+    latenciesUs,
   };
 }
 
-function quantile(values: number[], q: number): number {
-  values.sort((a, b) => a - b);
-  return values[Math.min(values.length - 1, Math.floor(q * values.length))] ?? Number.NaN;
+/** The `q` quantile of `ascending` values. */
+export function quantile(ascending: readonly number[], q: number): number {
+  return ascending[Math.min(ascending.length - 1, Math.floor(q * ascending.length))] ?? Number.NaN;
 }
 
 function requestBytes(request: BenchRequest, host: string): Buffer {
