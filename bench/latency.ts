@@ -50,15 +50,17 @@ export async function latencyAtRate(base: string, request: BenchRequest, rate: n
   const done = new Promise<void>((resolve) => (allDone = resolve));
 
   const send = (connection: Connection, i: number): void => {
-    latenessUs.push(Number(process.hrtime.bigint() - dueNs(i)) / 1000);
     connection.send(wire, (status) => {
       if (stopped) return;
       const elapsedUs = Number(process.hrtime.bigint() - dueNs(i)) / 1000;
       if (status === 200) latenciesUs.push(elapsedUs);
       else errors++;
-      const next = waiting.shift();
-      if (next === undefined) idle.push(connection);
-      else send(connection, next);
+      // A connection that failed is not used again; the others take what is waiting.
+      if (!connection.dead) {
+        const next = waiting.shift();
+        if (next === undefined) idle.push(connection);
+        else send(connection, next);
+      }
       if (++finished === total) allDone();
     });
   };
@@ -69,6 +71,8 @@ export async function latencyAtRate(base: string, request: BenchRequest, rate: n
   const timer = setInterval(() => {
     const now = process.hrtime.bigint();
     for (; next < total && dueNs(next) <= now; next++) {
+      // The load generator's own lateness: how long after falling due this timer saw the request.
+      latenessUs.push(Number(now - dueNs(next)) / 1000);
       const connection = idle.pop();
       if (connection) send(connection, next);
       else waiting.push(next);
@@ -110,6 +114,8 @@ function requestBytes(request: BenchRequest, host: string): Buffer {
 }
 
 interface Connection {
+  /** Failed or closed: never used again. */
+  readonly dead: boolean;
   send(wire: Buffer, answered: (status: number) => void): void;
   close(): void;
 }
@@ -124,7 +130,15 @@ function openConnection(url: URL): Promise<Connection> {
     socket.setNoDelay(true);
     socket.once('error', reject);
     let answered: ((status: number) => void) | undefined;
+    let dead = false;
     let reader = new AnswerReader();
+    /** 'error' and then 'close' may both come: the request in flight fails once. */
+    const fail = (): void => {
+      dead = true;
+      const callback = answered;
+      answered = undefined;
+      callback?.(0);
+    };
     socket.on('data', (chunk: Buffer) => {
       if (!answered) return;
       const status = reader.read(chunk);
@@ -134,11 +148,14 @@ function openConnection(url: URL): Promise<Connection> {
       reader = new AnswerReader();
       callback(status);
     });
-    socket.on('close', () => answered?.(0));
+    socket.on('close', fail);
     socket.once('connect', () => {
       socket.off('error', reject);
-      socket.on('error', () => answered?.(0));
+      socket.on('error', fail);
       resolve({
+        get dead() {
+          return dead;
+        },
         send(wire, callback) {
           answered = callback;
           socket.write(wire);
@@ -164,11 +181,18 @@ class AnswerReader {
   read(chunk: Buffer): number | undefined {
     let offset = 0;
     if (this.remaining < 0 && !this.chunked) {
-      this.head += chunk.toString('latin1');
-      const end = this.head.indexOf('\r\n\r\n');
-      if (end < 0) return undefined;
-      const head = this.head.slice(0, end);
-      offset = chunk.length - (this.head.length - end - 4);
+      // Only the head is ever decoded: the end of a head split across events is found in its last 3 bytes and this event.
+      const carried = this.head.length;
+      const search = carried === 0 ? chunk : Buffer.concat([Buffer.from(this.head.slice(-3), 'latin1'), chunk]);
+      const found = search.indexOf('\r\n\r\n');
+      if (found < 0) {
+        this.head += chunk.toString('latin1');
+        return undefined;
+      }
+      const fromCarry = carried === 0 ? 0 : Math.min(3, carried);
+      offset = found - fromCarry + 4;
+      const head = this.head + chunk.toString('latin1', 0, Math.max(0, found - fromCarry));
+      this.head = '';
       this.status = Number(head.slice(9, 12));
       this.chunked = /\r\ntransfer-encoding:\s*chunked/i.test(head);
       this.remaining = this.chunked ? 0 : Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
@@ -199,11 +223,13 @@ class AnswerReader {
       const line = (this.line + chunk.toString('latin1', offset, newline)).trim();
       this.line = '';
       offset = newline + 1;
-      if (line === '') {
-        if (this.remaining === -2) return this.status; // the blank line after the last chunk
+      if (this.remaining === -2) {
+        if (line === '') return this.status; // the blank line after the last chunk and any trailers
         continue;
       }
+      if (line === '') continue; // the CRLF after a chunk's data
       const size = Number.parseInt(line, 16);
+      if (Number.isNaN(size)) return 0;
       if (size === 0) this.remaining = -2;
       else {
         this.remaining = size;

@@ -161,7 +161,15 @@ async function main(): Promise<void> {
   // in interleaved rounds like the rest: more of them, since a p99 of one round is a few dozen answers.
   const halfRate = Math.max(1, Math.round(passthrough.requestsPerSecond / 2));
   const atHalf = (scenario: Scenario): Promise<LatencyRun> => latencyAtRate(servers[scenario.server].url, scenario.request, halfRate, SECONDS);
-  const halfRateRounds = await sequence(LATENCY_ROUNDS, async () => ({ passthrough: await atHalf(all[0] as Scenario), proxy: await atHalf(all[2] as Scenario) }));
+  // A first pair discarded (this client's own warm-up), then each round in the other order than the last.
+  const halfRatePair = async (proxyFirst: boolean) => {
+    const proxy = proxyFirst ? await atHalf(all[2] as Scenario) : undefined;
+    const passthrough = await atHalf(all[0] as Scenario);
+    return { passthrough, proxy: proxy ?? (await atHalf(all[2] as Scenario)) };
+  };
+  await halfRatePair(false);
+  let round = 0;
+  const halfRateRounds = await sequence(LATENCY_ROUNDS, () => halfRatePair(round++ % 2 === 1));
   const halfRateErrors = halfRateRounds.reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors, 0);
   const p99PassthroughAtHalf = median(halfRateRounds.map((round) => round.passthrough.p99Ms));
   const p99ProxyAtHalf = median(halfRateRounds.map((round) => round.proxy.p99Ms));
