@@ -1,6 +1,7 @@
 import { destination, pino, stdTimeFunctions, type Logger } from 'pino';
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
+import { fixHeapGrowth } from './heap.js';
 import { buildApp } from './server/app.js';
 
 /**
@@ -66,6 +67,7 @@ export function createLogger(level: Config['log']['level'], file: string | null 
 
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
 export async function main(): Promise<void> {
+  fixHeapGrowth();
   let config: Config;
   try {
     config = loadConfig();
