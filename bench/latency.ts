@@ -17,9 +17,7 @@ import type { BenchRequest } from './requests.js';
  */
 
 export interface LatencyRun {
-  readonly p50Ms: number;
   readonly p99Ms: number;
-  readonly answered: number;
   readonly errors: number;
   /** How late the load generator itself sent, at p99: what of the latency is its own. */
   readonly sendLatenessP99Ms: number;
@@ -90,9 +88,7 @@ export async function latencyAtRate(base: string, request: BenchRequest, rate: n
   latenciesUs.sort((a, b) => a - b);
   latenessUs.sort((a, b) => a - b);
   return {
-    p50Ms: quantile(latenciesUs, 0.5) / 1000,
     p99Ms: quantile(latenciesUs, 0.99) / 1000,
-    answered: latenciesUs.length,
     errors,
     sendLatenessP99Ms: quantile(latenessUs, 0.99) / 1000,
     latenciesUs,

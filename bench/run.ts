@@ -161,19 +161,21 @@ async function main(): Promise<void> {
   // in interleaved rounds like the rest: more of them, since a p99 of one round is a few dozen answers.
   const halfRate = Math.max(1, Math.round(passthrough.requestsPerSecond / 2));
   const atHalf = (scenario: Scenario): Promise<LatencyRun> => latencyAtRate(servers[scenario.server].url, scenario.request, halfRate, SECONDS);
-  // A first pair discarded (this client's own warm-up), then each round in the other order than the last.
-  const halfRatePair = async (proxyFirst: boolean) => {
-    const proxy = proxyFirst ? await atHalf(all[2] as Scenario) : undefined;
+  const halfRatePair = async (proxyFirst: boolean): Promise<{ passthrough: LatencyRun; proxy: LatencyRun }> => {
+    if (proxyFirst) {
+      const proxy = await atHalf(all[2] as Scenario);
+      return { proxy, passthrough: await atHalf(all[0] as Scenario) };
+    }
     const passthrough = await atHalf(all[0] as Scenario);
-    return { passthrough, proxy: proxy ?? (await atHalf(all[2] as Scenario)) };
+    return { passthrough, proxy: await atHalf(all[2] as Scenario) };
   };
+  // A first pair discarded (this client's own warm-up), then each round in the other order than the last.
   await halfRatePair(false);
-  let round = 0;
-  const halfRateRounds = await sequence(LATENCY_ROUNDS, () => halfRatePair(round++ % 2 === 1));
+  const halfRateRounds = await sequence(LATENCY_ROUNDS, (round) => halfRatePair(round % 2 === 1));
   const halfRateErrors = halfRateRounds.reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors, 0);
-  const p99PassthroughAtHalf = median(halfRateRounds.map((round) => round.passthrough.p99Ms));
-  const p99ProxyAtHalf = median(halfRateRounds.map((round) => round.proxy.p99Ms));
   const halfRateP99s = { passthrough: halfRateRounds.map((round) => round.passthrough.p99Ms), proxy: halfRateRounds.map((round) => round.proxy.p99Ms) };
+  const p99PassthroughAtHalf = median(halfRateP99s.passthrough);
+  const p99ProxyAtHalf = median(halfRateP99s.proxy);
   const loadGeneratorLatenessP99Ms = median(halfRateRounds.flatMap((round) => [round.passthrough.sendLatenessP99Ms, round.proxy.sendLatenessP99Ms]));
   // The p99 of every answer of every round together: a pause that spoils one round counts here in full.
   const pooledP99 = (runs: readonly LatencyRun[]): number => quantile(runs.flatMap((run) => run.latenciesUs).sort((x, y) => x - y), 0.99) / 1000;
@@ -196,7 +198,7 @@ async function main(): Promise<void> {
   ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
 
   const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}${PINNING ? ', servers pinned to core 1' : ', not pinned (no taskset)'}`;
-  const report = { date: new Date().toISOString(), machine, rounds: ROUNDS, secondsPerRun: SECONDS, connections: CONNECTIONS, summaries, p99PassthroughAtHalf, p99ProxyAtHalf, halfRate, halfRateRounds: LATENCY_ROUNDS, halfRateP99s, pooledP99AtHalf, loadGeneratorLatenessP99Ms, targets };
+  const report: Report = { date: new Date().toISOString(), machine, rounds: ROUNDS, secondsPerRun: SECONDS, connections: CONNECTIONS, summaries, p99PassthroughAtHalf, p99ProxyAtHalf, halfRate, halfRateRounds: LATENCY_ROUNDS, halfRateP99s, pooledP99AtHalf, loadGeneratorLatenessP99Ms, targets };
   const markdown = renderMarkdown(report, passthrough, facade);
   mkdirSync(RESULTS, { recursive: true });
   writeFileSync(join(RESULTS, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -221,9 +223,9 @@ async function liveHeapGrowth(proxy: Server, scenarios: readonly Scenario[]): Pr
   return (heap[heap.length - 1] as number) / (heap[Math.min(1, heap.length - 1)] as number) - 1;
 }
 
-async function sequence<T>(times: number, run: () => Promise<T>): Promise<T[]> {
+async function sequence<T>(times: number, run: (index: number) => Promise<T>): Promise<T[]> {
   const results: T[] = [];
-  for (let i = 0; i < times; i++) results.push(await run());
+  for (let i = 0; i < times; i++) results.push(await run(i));
   return results;
 }
 
@@ -236,26 +238,25 @@ function storeOfAbout(designs: number): { storeId: string; designs: number } {
 
 const ms = (value: number): string => value.toFixed(2);
 
-function renderMarkdown(
-  report: {
-    date: string;
-    machine: string;
-    rounds: number;
-    secondsPerRun: number;
-    connections: number;
-    summaries: readonly Summary[];
-    halfRate: number;
-    halfRateRounds: number;
-    halfRateP99s: { passthrough: readonly number[]; proxy: readonly number[] };
-    pooledP99AtHalf: { passthrough: number; proxy: number };
-    loadGeneratorLatenessP99Ms: number;
-    p99PassthroughAtHalf: number;
-    p99ProxyAtHalf: number;
-    targets: readonly { target: string; value: number; limit: number; met: boolean }[];
-  },
-  passthrough: Summary,
-  facade: Summary,
-): string {
+/** What bench/results/latest.json holds, and latest.md shows. */
+interface Report {
+  readonly date: string;
+  readonly machine: string;
+  readonly rounds: number;
+  readonly secondsPerRun: number;
+  readonly connections: number;
+  readonly summaries: readonly Summary[];
+  readonly p99PassthroughAtHalf: number;
+  readonly p99ProxyAtHalf: number;
+  readonly halfRate: number;
+  readonly halfRateRounds: number;
+  readonly halfRateP99s: { readonly passthrough: readonly number[]; readonly proxy: readonly number[] };
+  readonly pooledP99AtHalf: { readonly passthrough: number; readonly proxy: number };
+  readonly loadGeneratorLatenessP99Ms: number;
+  readonly targets: readonly { target: string; value: number; limit: number; met: boolean }[];
+}
+
+function renderMarkdown(report: Report, passthrough: Summary, facade: Summary): string {
   const rows = report.summaries.map(
     (s) =>
       `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${(s.requestsPerSecond / passthrough.requestsPerSecond).toFixed(2)} | ${(s.requestsPerSecond / facade.requestsPerSecond).toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuMsPerRequest.toFixed(2)} | ${Math.round(s.peakRssMiB)} | ${s.errors} |`,

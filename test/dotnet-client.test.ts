@@ -45,6 +45,7 @@ import {
  */
 
 const execFileAsync = promisify(execFile);
+const DRIVER = fileURLToPath(new URL('./clients/dotnet/Main.cs', import.meta.url));
 
 /** Mono's runtime aborting in native code: killed by SIGABRT (or exit 134) after its crash report. */
 function isMonoNativeCrash(err: unknown): boolean {
@@ -52,7 +53,6 @@ function isMonoNativeCrash(err: unknown): boolean {
   const report = `${failed.stderr ?? ''}${failed.stdout ?? ''}${failed.message ?? ''}`;
   return (failed.signal === 'SIGABRT' || failed.code === 134) && /Native Crash Reporting|External Debugger Dump/.test(report);
 }
-const DRIVER = fileURLToPath(new URL('./clients/dotnet/Main.cs', import.meta.url));
 
 // --- The tools -------------------------------------------------------------------------------------
 
@@ -242,18 +242,14 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
       // One mono process per version: the catalog calls, then the same client against the refused upstream.
       const planned = plan();
       const names = Object.keys(planned);
-      const runClient = () =>
-        execFileAsync(
-          TOOLS.mono ?? 'mono',
-          [
-            exe,
-            `${proxy?.url}/index.asmx`,
-            ...names.map((name) => callArgument(planned[name] as Call)),
-            `url=${unreachable?.url}/index.asmx`,
-            ...OPERATIONS.map((op) => callArgument(refusedPlan[op])),
-          ],
-          options,
-        );
+      const clientArgs = [
+        exe,
+        `${proxy.url}/index.asmx`,
+        ...names.map((name) => callArgument(planned[name] as Call)),
+        `url=${unreachable.url}/index.asmx`,
+        ...OPERATIONS.map((op) => callArgument(refusedPlan[op])),
+      ];
+      const runClient = () => execFileAsync(TOOLS.mono ?? 'mono', clientArgs, options);
       // Mono itself now and then aborts in its native code (SIGABRT and a debugger dump, no managed
       // exception), which says nothing of the answers; such a crash gets one more run. Anything the
       // client reports, and a second crash, fail as they are.
