@@ -9,8 +9,8 @@ export { validateConfig, type Json } from './config/validate.js';
 
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
- * is merged over them (objects key by key), then the environment (PORT, HOST, UPSTREAM_URL,
- * LOG_LEVEL). The result is validated once at start-up; a bad value, an unknown key or an environment
+ * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT,
+ * UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL). The result is validated once at start-up; a bad value, an unknown key or an environment
  * variable set but empty stops the process with a message naming it.
  */
 
@@ -18,7 +18,9 @@ export { validateConfig, type Json } from './config/validate.js';
 const ENVIRONMENT: readonly { readonly name: string; readonly key: readonly [string, string]; readonly read?: (name: string, text: string) => Json }[] = [
   { name: 'PORT', key: ['server', 'port'], read: wholeNumber },
   { name: 'HOST', key: ['server', 'host'] },
+  { name: 'ADMIN_PORT', key: ['server', 'adminPort'], read: wholeNumber },
   { name: 'UPSTREAM_URL', key: ['upstream', 'baseUrl'] },
+  { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
 ];
 
@@ -43,6 +45,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: J
     fromEnvironment.filter(({ key, value }) => valueAt(merged, key) === value).map(({ name, key }) => [key.join('.'), name]),
   );
   return validateConfig(merged, origins);
+}
+
+/**
+ * What a production deployment (`NODE_ENV=production`) must configure, checked when the proxy starts:
+ * elsewhere the demo upstream and a random fingerprint key are conveniences, there they are mistakes.
+ */
+export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process.env): void {
+  if (env.NODE_ENV !== 'production') return;
+  const production = 'must be set when NODE_ENV is "production"';
+  if (config.upstream.baseUrl === null) {
+    throw new ConfigError('UPSTREAM_URL (upstream.baseUrl)', `${production}: without it the proxy would answer real clients from its embedded demo catalog.`);
+  }
+  if (config.deprecation.clientIdKey === null) {
+    throw new ConfigError(
+      'CLIENT_ID_KEY (deprecation.clientIdKey)',
+      `${production}: it keys the fingerprints that name callers in the hits, the ledger and the metrics, so that no one who reads them can find an apiKey by trying likely ones, and every instance must name a caller alike. Make one with \`openssl rand -hex 32\` and give every instance the same.`,
+    );
+  }
 }
 
 function readJson(file: string): Json {

@@ -9,9 +9,13 @@ import { clientFingerprint } from './deprecation/hits.js';
  * arguments, so that they stay out of shell history and the process list.
  */
 async function printFingerprints(): Promise<void> {
-  let key: string | null;
+  let key: string;
   try {
-    key = loadConfig().deprecation.clientIdKey;
+    const configured = loadConfig().deprecation.clientIdKey;
+    if (configured === null) {
+      throw new ConfigError('CLIENT_ID_KEY (deprecation.clientIdKey)', 'is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.');
+    }
+    key = configured;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);

@@ -1,5 +1,8 @@
+import { existsSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { FastifyInstance } from 'fastify';
 import { destination, pino, stdTimeFunctions, type Logger } from 'pino';
-import { ConfigError, loadConfig, redactUrl, type Config } from './config.js';
+import { checkProduction, ConfigError, loadConfig, redactUrl, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
 import { fixHeapGrowth } from './heap.js';
 import { buildApp } from './server/app.js';
@@ -15,8 +18,26 @@ const DEMO_APP_KEY = 'demo-app-key';
 export interface Running {
   /** Where the proxy listens, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** Where the operator listener listens (`server.adminPort`); null without one. */
+  readonly adminUrl: string | null;
   readonly demo: DemoUpstream | undefined;
   stop(): Promise<void>;
+}
+
+/**
+ * The proxy cannot start with what its configuration names (a port taken or not allowed, a file it
+ * cannot write): refused before it serves anything, naming the key and the value.
+ */
+export class StartRefused extends Error {
+  override readonly name = 'StartRefused';
+  constructor(
+    readonly key: string,
+    readonly value: string | number,
+    readonly code: string | null,
+    problem: string,
+  ) {
+    super(`Cannot start: ${key} (${value}) ${problem}`);
+  }
 }
 
 /** `hitLogger` takes the deprecation hits; `logger` when not given. */
@@ -32,37 +53,110 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     const upstream = redactUrl(config.upstream.baseUrl);
     logger.info({ event: 'upstream', upstream }, `Upstream: ${upstream}`);
   }
-
-  const { fastify, admin } = await buildApp(effective, { logger, hitLogger });
-  const address = await fastify.listen({ host: config.server.host, port: config.server.port });
-  logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${config.server.servicePath}`);
-  if (admin && config.server.adminPort !== null) {
-    const adminAddress = await admin.listen({ host: config.server.host, port: config.server.adminPort });
-    logger.info({ event: 'admin_listening', address: adminAddress }, `Health and metrics on ${adminAddress}`);
+  if (config.deprecation.clientIdKey === null) {
+    logger.warn(
+      { event: 'client_id_key' },
+      'deprecation.clientIdKey is not set: client fingerprints are keyed with a random key of this process, so they change when it restarts and differ between instances. Set CLIENT_ID_KEY, the same on every instance, to keep them.',
+    );
   }
+
+  const { fastify, admin, health } = await buildApp(effective, { logger, hitLogger });
+  const { server } = config;
+  const stopped = async (): Promise<void> => {
+    await fastify.close();
+    await demo?.close();
+  };
+  let address: string;
+  let adminAddress: string | null = null;
+  try {
+    address = await listenOn(fastify, 'server.port', server.host, server.port);
+    if (admin !== null && server.adminPort !== null) adminAddress = await listenOn(admin, 'server.adminPort', server.adminHost ?? server.host, server.adminPort);
+  } catch (err) {
+    await stopped();
+    throw err;
+  }
+  logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${server.servicePath}`);
+  if (adminAddress !== null) logger.info({ event: 'admin_listening', address: adminAddress }, `Operator endpoints (/metrics, /ledger, /healthz, /readyz) on ${adminAddress}`);
   return {
     url: address,
+    adminUrl: adminAddress,
     demo,
     async stop() {
       // `/readyz` fails first, so that a load balancer stops sending calls before the listener closes.
-      fastify.startDraining();
-      if (config.server.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.server.drainDelayMs));
-      await fastify.close();
-      await demo?.close();
+      health.startDraining();
+      if (server.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, server.drainDelayMs));
+      await stopped();
     },
   };
 }
+
+/** Why a listener cannot be had, in the operator's words. */
+const LISTEN_PROBLEMS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'is in use by another process',
+  EACCES: 'may not be listened on by this user (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'names an address this machine does not have',
+  ENOTFOUND: 'names a host that does not resolve',
+  EAI_AGAIN: 'names a host that does not resolve',
+};
+
+async function listenOn(app: FastifyInstance, key: string, host: string, port: number): Promise<string> {
+  try {
+    return await app.listen({ host, port });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const problem = code === undefined ? undefined : LISTEN_PROBLEMS[code];
+    if (problem === undefined) throw err;
+    throw new StartRefused(key, `${host}:${port}`, code ?? null, `cannot be listened on: the address ${problem} (${code}).`);
+  }
+}
+
+/**
+ * The hit file, opened (created, appended to) now: a path that cannot be written is refused before the
+ * proxy listens, not found by the logger's first write once calls are coming in.
+ */
+export function openHitsFile(path: string): number {
+  const refused = (err: unknown, problems: Readonly<Record<string, string>>): StartRefused => {
+    const { code, message } = err as NodeJS.ErrnoException;
+    return new StartRefused('log.hitsFile', path, code ?? null, `cannot be written: ${problems[code ?? ''] ?? message}.`);
+  };
+  const directory = dirname(path);
+  // Its own directory is made if missing, no more: node's recursive mkdir never returns for a path
+  // such as /proc/x/y, and a deeper missing path is more likely a typo than a wish.
+  if (!existsSync(directory)) {
+    try {
+      mkdirSync(directory);
+    } catch (err) {
+      throw refused(err, { ...FILE_PROBLEMS, ENOENT: `its directory ${directory} does not exist, nor the one above it` });
+    }
+  }
+  try {
+    return openSync(path, 'a');
+  } catch (err) {
+    throw refused(err, FILE_PROBLEMS);
+  }
+}
+
+const FILE_PROBLEMS: Readonly<Record<string, string>> = {
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a part of the path is not a directory',
+  ENOENT: 'no file can be created there',
+};
 
 /** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */
 const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: (label: string) => ({ level: label }) } };
 
 /**
- * JSON lines on stdout (or into the file `file`), written in the background so that no call waits
+ * JSON lines on stdout (or into the open file `fd`), written in the background so that no call waits
  * for its hit to reach the terminal or the log shipper: lines that pile up while a write is under way
- * go out together.
+ * go out together. A write that fails later (a full disk) is said on `onError`; the proxy serves on.
  */
-export function createLogger(level: Config['log']['level'], file: string | null = null): Logger {
-  return pino({ level, ...LINE_FORMAT }, destination({ dest: file ?? 1, sync: false, mkdir: true }));
+export function createLogger(level: Config['log']['level'], fd: number = 1, onError?: (err: NodeJS.ErrnoException) => void): Logger {
+  const stream = destination({ dest: fd, sync: false });
+  if (onError) stream.on('error', onError);
+  return pino({ level, ...LINE_FORMAT }, stream);
 }
 
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
@@ -71,16 +165,39 @@ export async function main(): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
+    checkProduction(config);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${err.message}\n`);
     process.exit(1);
   }
   const logger = createLogger(config.log.level);
-  // The hits are the migration's record: LOG_LEVEL does not switch them off.
-  const hitLogger = createLogger('info', config.log.hitsFile);
   /** Exits once the log lines written so far are out: the destinations write in the background. */
-  const exit = (code: number): void => hitLogger.flush(() => logger.flush(() => process.exit(code)));
+  let exit = (code: number): void => logger.flush(() => process.exit(code));
+  const refuse = (err: StartRefused): void => {
+    logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
+    exit(1);
+  };
+  // The hits are the migration's record: LOG_LEVEL does not switch them off.
+  let hitLogger: Logger;
+  const hitsFile = config.log.hitsFile;
+  if (hitsFile === null) hitLogger = createLogger('info');
+  else {
+    let fd: number;
+    try {
+      fd = openHitsFile(hitsFile);
+    } catch (err) {
+      if (!(err instanceof StartRefused)) throw err;
+      return refuse(err);
+    }
+    const failed = (err: NodeJS.ErrnoException): void =>
+      logger.error(
+        { event: 'hits_file_failed', key: 'log.hitsFile', value: hitsFile, code: err.code ?? null },
+        `Deprecation hits cannot be written to log.hitsFile (${hitsFile}): ${err.message}`,
+      );
+    hitLogger = createLogger('info', fd, failed);
+  }
+  exit = (code) => hitLogger.flush(() => logger.flush(() => process.exit(code)));
 
   // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;
@@ -110,5 +227,10 @@ export async function main(): Promise<void> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   const startup = start(config, logger, hitLogger);
-  await startup;
+  try {
+    await startup;
+  } catch (err) {
+    if (!(err instanceof StartRefused)) throw err;
+    refuse(err);
+  }
 }

@@ -297,7 +297,7 @@ describe('service description and operations signals', () => {
 
   it('counts calls in Prometheus metrics, without keys', async () => {
     await call('SOAP 1.1', 'Search', { query: 'cat', apiKey: 'metrics-secret-key' });
-    const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+    const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
     expect(metrics).toMatch(/legacy_calls_total\{operation="Search",binding="soap11",outcome="ok",client="other"\} [1-9]\d*/);
     expect(metrics).toMatch(/upstream_request_duration_seconds_count\{path="\/product.search.cp",outcome="ok"\} [1-9]\d*/);
     expect(metrics).not.toContain('metrics-secret-key');

@@ -197,7 +197,7 @@ describe('through the front door, on a clock the test sets', () => {
   const call = (binding: CallBinding, op: string, params: Readonly<Record<string, string>>): Promise<Response> => legacyCall(recorded.base, binding, op, params);
   const searchDog = (binding: CallBinding, apiKey: string): Promise<Response> => call(binding, 'Search', { query: 'dog', apiKey });
   const hits = (): Record<string, unknown>[] => recorded.lines.filter((line) => line.event === 'deprecated_call');
-  const metrics = async (): Promise<string> => (await fetch(`${recorded.base}/metrics`)).text();
+  const metrics = async (): Promise<string> => (await fetch(`${recorded.admin}/metrics`)).text();
 
   const SUCCESSOR = '/product.search.cp?v=3&query=dog';
   const REFUSAL = `This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: ${SUCCESSOR}`;
@@ -241,7 +241,7 @@ describe('through the front door, on a clock the test sets', () => {
     await lookup.text();
     expect(hits().map(({ client, outcome }) => [client, outcome])).toEqual([
       ['shop', 'ok'],
-      [expect.stringMatching(/^sha256:/), 'ok'],
+      [expect.stringMatching(/^hmac:[0-9a-f]{12}$/), 'ok'],
       ['warehouse', 'ok'],
     ]);
   });
@@ -297,7 +297,7 @@ describe('after the sunset, with refuseAfterSunset (the product as npm start run
         expectRefusal(binding, response, body, text);
         expect(response.headers.get('retry-after')).toBeNull();
       }
-      expect(await (await fetch(`${proxy.url}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap12",outcome="refused",client="other"\} 1$/m);
+      expect(await (await fetch(`${proxy.adminUrl}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap12",outcome="refused",client="other"\} 1$/m);
     } finally {
       await proxy.stop();
     }

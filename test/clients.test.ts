@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, validateConfig, type Json } from '../src/config.js';
 import { createClientDirectory } from '../src/deprecation/clients.js';
-import { clientFingerprint } from '../src/deprecation/hits.js';
+import { clientFingerprint as fingerprintOf } from '../src/deprecation/hits.js';
+import { TEST_CLIENT_ID_KEY } from './support/config.js';
 
 /**
  * The `clients` table (docs/migration.md): who calls, by name, for the hit log and the metrics. The
@@ -18,12 +19,17 @@ const directoryOf = (clients: Json, clientIdKey: string | null = null) => {
 };
 
 describe('finding the client of a call', () => {
-  const identify = directoryOf([
-    { name: 'warehouse', team: 'Logistics', contact: 'ops@example.com', apiKeys: ['k-warehouse'] },
-    { name: 'shop', fingerprints: [clientFingerprint('k-shop')] },
-    { name: 'office', addresses: ['10.1.0.0/16', '2001:db8::/32'] },
-    { name: 'lab', addresses: ['10.1.2.3', '192.168.0.0/24'] },
-  ]);
+  const KEY = TEST_CLIENT_ID_KEY;
+  const clientFingerprint = (apiKey: string): string => fingerprintOf(apiKey, KEY);
+  const identify = directoryOf(
+    [
+      { name: 'warehouse', team: 'Logistics', contact: 'ops@example.com', apiKeys: ['k-warehouse'] },
+      { name: 'shop', fingerprints: [clientFingerprint('k-shop')] },
+      { name: 'office', addresses: ['10.1.0.0/16', '2001:db8::/32'] },
+      { name: 'lab', addresses: ['10.1.2.3', '192.168.0.0/24'] },
+    ],
+    KEY,
+  );
 
   it('by apiKey, by the fingerprint of the key, by address range (IPv4, IPv6 and IPv4 seen by a dual-stack socket)', () => {
     expect(identify('k-warehouse', '203.0.113.9')).toEqual({ name: 'warehouse', label: 'warehouse', fingerprint: clientFingerprint('k-warehouse'), team: 'Logistics', contact: 'ops@example.com' });
@@ -45,10 +51,19 @@ describe('finding the client of a call', () => {
     expect(identify(null, 'not an address')).toMatchObject({ name: 'anonymous', label: 'other' });
   });
 
-  it('with deprecation.clientIdKey, the keys of the table are matched through the same HMAC', () => {
-    const keyed = directoryOf([{ name: 'warehouse', apiKeys: ['k-warehouse'] }, { name: 'shop', fingerprints: [clientFingerprint('k-shop', 'secret')] }], 'secret');
-    expect(keyed('k-warehouse', null)).toMatchObject({ name: 'warehouse', fingerprint: clientFingerprint('k-warehouse', 'secret') });
+  it('with another deprecation.clientIdKey, the same keys of the table are matched through that HMAC', () => {
+    const other = 'another-client-id-key-0123456789';
+    const keyed = directoryOf([{ name: 'warehouse', apiKeys: ['k-warehouse'] }, { name: 'shop', fingerprints: [fingerprintOf('k-shop', other)] }], other);
+    expect(keyed('k-warehouse', null)).toMatchObject({ name: 'warehouse', fingerprint: fingerprintOf('k-warehouse', other) });
     expect(keyed('k-shop', null).name).toBe('shop');
+    expect(identify('k-shop', null).fingerprint).not.toBe(keyed('k-shop', null).fingerprint);
+  });
+
+  it('without deprecation.clientIdKey, apiKeys of the table still match (through the process key), and listed fingerprints are refused', () => {
+    expect(directoryOf([{ name: 'warehouse', apiKeys: ['k-warehouse'] }])('k-warehouse', null).name).toBe('warehouse');
+    expect(() => directoryOf([{ name: 'shop', fingerprints: [clientFingerprint('k-shop')] }])).toThrow(
+      'Invalid configuration: clients list fingerprints, which need deprecation.clientIdKey: without it each process keys the fingerprints with a random key of its own, which no listed fingerprint matches.',
+    );
   });
 });
 
@@ -60,7 +75,8 @@ describe('the clients table in the configuration', () => {
     [[{ apiKeys: ['k'] }], 'clients.0.name is required.'],
     [[{ name: 'a', addresses: ['10.0.0.0/33'] }], 'clients.0.addresses.0 must be an IP address or a CIDR range such as "10.1.0.0/16", got "10.0.0.0/33".'],
     [[{ name: 'a', addresses: ['example.com'] }], 'clients.0.addresses.0 must be an IP address or a CIDR range'],
-    [[{ name: 'a', fingerprints: ['0123456789ab'] }], 'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "sha256:0123456789ab", got "0123456789ab".'],
+    [[{ name: 'a', fingerprints: ['0123456789ab'] }], 'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab", got "0123456789ab".'],
+    [[{ name: 'a', fingerprints: ['sha256:0123456789ab'] }], 'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab", got "sha256:0123456789ab".'],
     [[{ name: 'a', apiKey: 'k' }], 'clients.0.apiKey is not a configuration key (did you mean clients.0.apiKeys?).'],
     [[{ name: 'a' }], 'clients entry 1 (a) must list at least one of apiKeys, fingerprints, addresses.'],
     [[{ name: 'a', apiKeys: ['k1'] }, { name: 'a', apiKeys: ['k2'] }], 'clients entry 2 (a) names the name a that entry 1 (a) names; each belongs to one client.'],
@@ -94,18 +110,32 @@ describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dis
       child.stdin!.end('key-one\n\n  key-two  \n');
     });
 
-  it('turns apiKeys on stdin into the fingerprints the hits show, one per line', async () => {
-    expect(await run({})).toBe(`${clientFingerprint('key-one')}\n${clientFingerprint('key-two')}\n`);
+  it('turns apiKeys on stdin into the fingerprints the hits show with CLIENT_ID_KEY, one per line', async () => {
+    expect(await run({ CLIENT_ID_KEY: TEST_CLIENT_ID_KEY })).toBe(`${fingerprintOf('key-one', TEST_CLIENT_ID_KEY)}\n${fingerprintOf('key-two', TEST_CLIENT_ID_KEY)}\n`);
   });
 
   it('uses deprecation.clientIdKey from CONFIG_FILE, as the proxy does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'fingerprint-'));
     try {
       const file = join(dir, 'config.json');
-      writeFileSync(file, JSON.stringify({ deprecation: { clientIdKey: 'secret' } }));
-      expect(await run({ CONFIG_FILE: file })).toBe(`${clientFingerprint('key-one', 'secret')}\n${clientFingerprint('key-two', 'secret')}\n`);
+      writeFileSync(file, JSON.stringify({ deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } }));
+      expect(await run({ CONFIG_FILE: file })).toBe(`${fingerprintOf('key-one', TEST_CLIENT_ID_KEY)}\n${fingerprintOf('key-two', TEST_CLIENT_ID_KEY)}\n`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('refuses without deprecation.clientIdKey: no fingerprint it printed would match a proxy keyed at random', async () => {
+    await expect(run({ CLIENT_ID_KEY: '' })).rejects.toThrow('Invalid configuration: CLIENT_ID_KEY is set but empty');
+    const { CLIENT_ID_KEY: _unset, ...without } = process.env;
+    const refused = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = execFile(process.execPath, ['dist/src/fingerprint.js'], { env: without }, (err, stdout, stderr) => resolve({ code: err ? (err.code as number) : 0, stdout, stderr }));
+      child.stdin!.end('key-one\n');
+    });
+    expect(refused).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
+    });
   });
 });

@@ -114,7 +114,7 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
         `rule_files: [${JSON.stringify(RULES)}]`,
         'scrape_configs:',
         '  - job_name: catalog-proxy',
-        `    static_configs: [{ targets: [${JSON.stringify(new URL(proxy.url).host)}] }]`,
+        `    static_configs: [{ targets: [${JSON.stringify(new URL(proxy.adminUrl!).host)}] }]`,
       ].join('\n'),
     );
     const port = await freePort();
@@ -142,6 +142,12 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
     const check = spawnSync(PROMTOOL, ['check', 'rules', RULES], { encoding: 'utf8' });
     expect(check.stdout + check.stderr).toContain('SUCCESS');
     expect(check.status).toBe(0);
+  });
+
+  it('promtool: UpstreamDown fires after two minutes of upstream_up 0 on an instance, not for a blip (test/prometheus/upstream-down.test.yml)', () => {
+    const unit = spawnSync(PROMTOOL, ['test', 'rules', 'upstream-down.test.yml'], { cwd: join(ROOT, 'test', 'prometheus'), encoding: 'utf8' });
+    expect(unit.stdout + unit.stderr).toContain('SUCCESS');
+    expect(unit.status).toBe(0);
   });
 
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config.js';
 import { deprecationSignals } from '../src/deprecation/headers.js';
 import { clientFingerprint } from '../src/deprecation/hits.js';
+import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
 import { startRecordedApp, type RecordedApp } from './support/recorded-app.js';
@@ -15,9 +16,10 @@ let recorded: RecordedApp;
 
 beforeAll(async () => {
   recorded = await startRecordedApp({
+    deprecation: { clientIdKey: TEST_CLIENT_ID_KEY },
     clients: [
       { name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: ['warehouse-key'] },
-      { name: 'shop', fingerprints: [clientFingerprint('shop-key')] },
+      { name: 'shop', fingerprints: [clientFingerprint('shop-key', TEST_CLIENT_ID_KEY)] },
       // The tests call from loopback: a key of the table wins over the address of another client.
       { name: 'office', addresses: ['127.0.0.0/8', '::1'] },
     ],
@@ -52,7 +54,7 @@ describe('the deprecation hit', () => {
       binding,
       client: 'office',
       clientLabel: 'office',
-      clientFingerprint: clientFingerprint('caller-key-1'),
+      clientFingerprint: clientFingerprint('caller-key-1', TEST_CLIENT_ID_KEY),
       team: null,
       contact: null,
       legacyVersion: '2.0',
@@ -89,7 +91,7 @@ describe('the deprecation hit', () => {
     expect(hit).toMatchObject({
       operation: 'AdvancedSearch',
       binding,
-      clientFingerprint: clientFingerprint('caller-key-3'),
+      clientFingerprint: clientFingerprint('caller-key-3', TEST_CLIENT_ID_KEY),
       successor: null,
       outcome: 'fault',
       reason: 'client_input',
@@ -104,7 +106,7 @@ describe('the deprecation hit', () => {
 
   it('legacy_calls_total counts SOAP faults under the operation called', async () => {
     await (await call('soap11', 'ProductLookup', { productNumber: '1x' })).text();
-    const metrics = await (await fetch(`${recorded.base}/metrics`)).text();
+    const metrics = await (await fetch(`${recorded.admin}/metrics`)).text();
     expect(metrics).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap11",outcome="fault",client="office"\} [1-9]/m);
     expect(metrics).not.toMatch(/^legacy_calls_total\{operation="unknown",binding="soap11"/m);
   });
@@ -116,12 +118,12 @@ describe('named clients (the clients table)', () => {
     expect(hit).toMatchObject({
       client: 'warehouse',
       clientLabel: 'warehouse',
-      clientFingerprint: clientFingerprint('warehouse-key'),
+      clientFingerprint: clientFingerprint('warehouse-key', TEST_CLIENT_ID_KEY),
       team: 'Logistics',
       contact: 'logistics@example.com',
     });
     expect(JSON.stringify(hit)).not.toContain('warehouse-key');
-    const metrics = await (await fetch(`${recorded.base}/metrics`)).text();
+    const metrics = await (await fetch(`${recorded.admin}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(`^legacy_calls_total\\{operation="ProductLookup",binding="${binding}",outcome="ok",client="warehouse"\\} [1-9]`, 'm'));
   });
 
@@ -130,13 +132,13 @@ describe('named clients (the clients table)', () => {
   });
 
   it('a caller matched by nothing is named by its fingerprint and counted as "other"', async () => {
-    const proxy = await startProxy({ clients: [{ name: 'elsewhere', addresses: ['10.0.0.0/8'] }] });
+    const proxy = await startProxy({ clients: [{ name: 'elsewhere', addresses: ['10.0.0.0/8'] }], deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } });
     try {
       const response = await fetch(`${proxy.url}/index.asmx/Search?query=dog&apiKey=stranger-key`);
       expect(response.status).toBe(200);
-      const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+      const metrics = await (await fetch(`${proxy.adminUrl}/metrics`)).text();
       expect(metrics).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="ok",client="other"\} 1$/m);
-      expect(metrics).not.toContain(clientFingerprint('stranger-key'));
+      expect(metrics).not.toContain(clientFingerprint('stranger-key', TEST_CLIENT_ID_KEY));
     } finally {
       await proxy.stop();
     }

@@ -34,7 +34,7 @@ describe('GET /ledger', () => {
       await soapSearch('mug', 'ledger-key-2'),
     ])
       await response.text();
-    const response = await fetch(`${proxy.url}/ledger`);
+    const response = await fetch(`${proxy.adminUrl}/ledger`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     const text = await response.text();

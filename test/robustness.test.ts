@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -205,6 +207,7 @@ describe('load shedding', () => {
     const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: slow.origin, appKey: 'k' }, server: { maxConcurrentCalls: 1, retryAfterSeconds: 30 } });
     const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
     const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
     const first = fetch(`${proxy}/index.asmx/Search?query=a`);
     await pause(100);
     for (let i = 0; i < 4; i++) {
@@ -215,7 +218,7 @@ describe('load shedding', () => {
     const hits = lines.filter((line) => line.event === 'deprecated_call' && line.outcome === 'shed');
     expect(hits).toHaveLength(4);
     expect(hits[0]).toMatchObject({ operation: 'ProductLookup', binding: 'httpGet', status: 503, reason: null, upstreamRequests: 0, client: clientFingerprint('key-0') });
-    expect(await (await fetch(`${proxy}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed",client="other"\} 4$/m);
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed",client="other"\} 4$/m);
     release();
     await first;
     expect(lines.filter((line) => line.level === 40)).toEqual([]);
@@ -323,38 +326,102 @@ describe('the elements of the upstream answers are configuration', () => {
 });
 
 describe('readiness', () => {
-  it('/readyz is ready while the upstream answers, checked at most every few seconds', async () => {
+  /** The app with its operator listener on loopback; `listenAdmin: false` leaves that one down. */
+  async function listening(upstreamUrl: string, overrides: Json = {}, listenAdmin = true): Promise<{ app: App; proxy: string; admin: string | null }> {
+    const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: upstreamUrl, appKey: 'k' }, server: { adminPort: 0 } }, overrides);
+    const app = await buildApp(config, { logger: pino({ level: 'silent' }) });
+    cleanups.push(() => app.fastify.close());
+    const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    const admin = listenAdmin ? await app.admin!.listen({ host: '127.0.0.1', port: 0 }) : null;
+    return { app, proxy, admin };
+  }
+  const readyz = async (base: string): Promise<[number, unknown]> => {
+    const response = await fetch(`${base}/readyz`);
+    return [response.status, await response.json()];
+  };
+
+  it('/readyz stays 200 while the upstream is down; calls get the legacy fault in time, and the operators see it', async () => {
+    const dead = await upstream(never);
+    await dead.close();
+    const { proxy, admin } = await listening(dead.origin, { upstream: { connectTimeoutMs: 500 } });
+    expect(await readyz(proxy)).toEqual([200, { status: 'ready' }]);
+    const started = performance.now();
+    const call = await fetch(`${proxy}/index.asmx/Search?query=x`);
+    expect([call.status, await call.text()]).toEqual([500, 'Unable to connect to the remote server\r\n']);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(await readyz(proxy)).toEqual([200, { status: 'ready' }]);
+    expect(await readyz(admin!)).toEqual([200, { status: 'ready' }]);
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^upstream_up 0$/m);
+    const health = (await (await fetch(`${admin}/healthz`)).json()) as { status: string; upstream: Record<string, unknown> };
+    expect(health).toMatchObject({ status: 'ok', upstream: { up: false, source: 'request', problem: 'upstream_unreachable (ECONNREFUSED)', lastUpAt: null } });
+    // The service's port says nothing of the upstream.
+    expect(await (await fetch(`${proxy}/healthz`)).json()).toEqual({ status: 'ok' });
+  });
+
+  it('upstream_up is absent until a request or probe tells, then 1 for an upstream that answers at all (a 404 too)', async () => {
     const up = await upstream((_req, res) => res.writeHead(404).end());
-    const proxy = await proxyTo(up.origin);
-    for (let i = 0; i < 3; i++) {
-      const response = await fetch(`${proxy}/readyz`);
-      expect([response.status, await response.json()]).toEqual([200, { status: 'ready' }]);
-    }
+    const { proxy, admin } = await listening(up.origin);
+    expect(await (await fetch(`${admin}/metrics`)).text()).not.toMatch(/^upstream_up /m);
+    await fetch(`${proxy}/index.asmx/Search?query=x`);
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^upstream_up 1$/m);
+    const { upstream: state } = (await (await fetch(`${admin}/healthz`)).json()) as { upstream: { up: boolean; checkedAt: string; lastUpAt: string } };
+    expect(state.up).toBe(true);
+    expect(state.lastUpAt).toBe(state.checkedAt);
+  });
+
+  it('with server.readinessFollowsUpstream, /readyz is 503 while the upstream cannot be reached; /healthz still 200', async () => {
+    const dead = await upstream(never);
+    await dead.close();
+    const { proxy } = await listening(dead.origin, { upstream: { connectTimeoutMs: 500 }, server: { readinessFollowsUpstream: true } });
+    expect(await readyz(proxy)).toEqual([503, { status: 'upstream unreachable' }]);
+    expect((await fetch(`${proxy}/healthz`)).status).toBe(200);
+  });
+
+  it('with server.readinessFollowsUpstream, /readyz is ready while the upstream answers, probed at most once an interval', async () => {
+    const up = await upstream((_req, res) => res.writeHead(404).end());
+    const { proxy } = await listening(up.origin, { server: { readinessFollowsUpstream: true } });
+    for (let i = 0; i < 3; i++) expect(await readyz(proxy)).toEqual([200, { status: 'ready' }]);
     expect(up.requests.map((request) => request.method)).toEqual(['HEAD']);
   });
 
-  it('with server.adminPort, /healthz, /readyz, /metrics and /ledger are there and not on the service port', async () => {
+  it('/readyz is 503 "starting" until every listener is up', async () => {
+    const up = await upstream((_req, res) => res.writeHead(404).end());
+    const { app, proxy } = await listening(up.origin, {}, false);
+    expect(await readyz(proxy)).toEqual([503, { status: 'starting' }]);
+    await app.admin!.listen({ host: '127.0.0.1', port: 0 });
+    expect(await readyz(proxy)).toEqual([200, { status: 'ready' }]);
+  });
+});
+
+describe('the operator listener', () => {
+  it('has /healthz, /readyz, /metrics and /ledger; the service port only the probes, and 404 for the operator data', async () => {
     const up = await upstream((_req, res) => res.writeHead(404).end());
     const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: up.origin, appKey: 'k' }, server: { adminPort: 0 } });
     const app = await buildApp(config, { logger: pino({ level: 'silent' }) });
     const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
     const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(() => app.fastify.close());
-    expect((await fetch(`${proxy}/index.asmx/Search?query=x`)).status).toBe(500);
-    for (const path of ['/healthz', '/readyz', '/metrics', '/ledger']) {
-      expect((await fetch(`${proxy}${path}`)).status).toBe(404);
+    expect((await fetch(`${proxy}/index.asmx/Search?query=x&apiKey=caller-key`)).status).toBe(500);
+    for (const path of ['/metrics', '/ledger']) {
+      const response = await fetch(`${proxy}${path}`);
+      expect(response.status).toBe(404);
+      expect(await response.text()).not.toContain(clientFingerprint('caller-key'));
       expect((await fetch(`${admin}${path}`)).status).toBe(200);
     }
+    for (const path of ['/healthz', '/readyz']) for (const base of [proxy, admin]) expect((await fetch(`${base}${path}`)).status).toBe(200);
     expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="fault",client="other"\} 1$/m);
+    expect(await (await fetch(`${admin}/ledger`)).text()).toContain(clientFingerprint('caller-key'));
   });
 
-  it('/readyz is 503 while the upstream cannot be reached; /healthz still 200', async () => {
-    const dead = await upstream(never);
-    await dead.close();
-    const proxy = await proxyTo(dead.origin, { upstream: { connectTimeoutMs: 500 } });
-    const response = await fetch(`${proxy}/readyz`);
-    expect([response.status, await response.json()]).toEqual([503, { status: 'upstream unreachable' }]);
-    expect((await fetch(`${proxy}/healthz`)).status).toBe(200);
+  it('is on by default, on port 9464 of the service host', () => {
+    expect(loadConfig({}).server).toMatchObject({ adminPort: 9464, adminHost: null, operatorOnServicePort: [] });
+  });
+
+  it('serves on the service port only the operator data named in server.operatorOnServicePort', async () => {
+    const up = await upstream((_req, res) => res.writeHead(404).end());
+    const proxy = await proxyTo(up.origin, { server: { operatorOnServicePort: ['/metrics'] } });
+    expect((await fetch(`${proxy}/metrics`)).status).toBe(200);
+    expect((await fetch(`${proxy}/ledger`)).status).toBe(404);
   });
 });
 
@@ -441,10 +508,24 @@ describe('hostile input', () => {
 });
 
 describe('client fingerprints', () => {
-  it('are an HMAC when deprecation.clientIdKey is set, so a dictionary of keys cannot reverse them', () => {
-    expect(clientFingerprint('legacy-key')).toMatch(/^sha256:[0-9a-f]{12}$/);
+  it('are an HMAC with deprecation.clientIdKey, so a dictionary of keys cannot reverse them', () => {
     expect(clientFingerprint('legacy-key', 'secret')).toMatch(/^hmac:[0-9a-f]{12}$/);
+    expect(clientFingerprint('legacy-key', 'secret')).toBe(`hmac:${createHmac('sha256', 'secret').update('legacy-key').digest('hex').slice(0, 12)}`);
     expect(clientFingerprint('legacy-key', 'secret')).not.toBe(clientFingerprint('legacy-key', 'other'));
     expect(clientFingerprint(null)).toBe('anonymous');
+  });
+
+  it('without deprecation.clientIdKey, are an HMAC with a random key of the process, never a plain hash of the key', () => {
+    // A 6-digit apiKey: its plain SHA-256 prefix is found among a million candidates in under a second.
+    const apiKey = '482913';
+    const fingerprint = clientFingerprint(apiKey, null);
+    expect(fingerprint).toMatch(/^hmac:[0-9a-f]{12}$/);
+    expect(fingerprint.slice('hmac:'.length)).not.toBe(createHash('sha256').update(apiKey).digest('hex').slice(0, 12));
+    expect(clientFingerprint(apiKey, null)).toBe(fingerprint);
+    const otherProcess = execFileSync(process.execPath, ['--input-type=module', '-e', `import { clientFingerprint } from './dist/src/deprecation/hits.js'; process.stdout.write(clientFingerprint('${apiKey}', null));`], {
+      encoding: 'utf8',
+    });
+    expect(otherProcess).toMatch(/^hmac:[0-9a-f]{12}$/);
+    expect(otherProcess).not.toBe(fingerprint);
   });
 });

@@ -4,6 +4,7 @@ import { builtinModules } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { TEST_CLIENT_ID_KEY } from './support/config.js';
 
 /**
  * The production command of the README, `node dist/src/cli.js` on a tree pruned of dev dependencies,
@@ -47,7 +48,8 @@ describe('the production command', () => {
   it.skipIf(!canUnshare)('runs as PID 1, where SIGTERM still reaches it and it stops cleanly', async () => {
     const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, 'dist/src/cli.js'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', NODE_ENV: 'production' },
+      // Production needs an upstream and a fingerprint key; nothing is called here.
+      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', NODE_ENV: 'production', UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: TEST_CLIENT_ID_KEY },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -177,13 +177,13 @@ interface LoggedProxy extends Running {
 async function startRouted(origin: string, routes: Json[], legacy: Json = {}): Promise<LoggedProxy> {
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
-  const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0 }, legacy: { origin, routes, ...(legacy as object) } });
+  const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0, adminPort: 0 }, legacy: { origin, routes, ...(legacy as object) } });
   const running = await start(config, logger);
   return {
     ...running,
     lines,
     async comparisons(operation, result) {
-      const text = await (await fetch(`${running.url}/metrics`)).text();
+      const text = await (await fetch(`${running.adminUrl}/metrics`)).text();
       const line = text.split('\n').find((candidate) => candidate.startsWith(`legacy_shadow_comparisons_total{operation="${operation}",result="${result}"}`));
       return line === undefined ? 0 : Number(line.split(' ')[1]);
     },

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { clientFingerprint } from '../src/deprecation/hits.js';
 
 /**
  * The built entry point as `npm start` runs it (`npm test` compiles it first): the first log line,
@@ -21,7 +22,7 @@ interface Exit {
 
 function run(env: NodeJS.ProcessEnv, whileRunning?: (lines: AsyncIterator<string>, kill: () => void) => Promise<void>): Promise<Exit> {
   const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stdout: string[] = [];
@@ -76,6 +77,15 @@ async function nextEvent(lines: AsyncIterator<string>, event: string): Promise<R
   throw new Error(`no ${event} log line`);
 }
 
+const CLIENT_ID_KEY = 'a7f3c1e9d2b8a4f6c0e1d3b5a7f9c2e4';
+
+/** A TCP port on loopback that something else holds until `release`. */
+async function heldPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as { port: number }).port, release: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
 describe('npm start', () => {
   it('says first that the demo upstream is in use, serves, and stops cleanly on SIGTERM', async () => {
     const exit = await run({}, async (lines, kill) => {
@@ -84,13 +94,16 @@ describe('npm start', () => {
       expect(first.level).toBe('warn');
       expect(first.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
       expect(first.msg).toMatch(/^No upstream configured: using the embedded demo upstream at http:\/\/127\.0\.0\.1:\d+$/);
+      const second = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+      expect(second).toMatchObject({ level: 'warn', event: 'client_id_key' });
+      expect(second.msg).toContain('random key of this process');
       const listening = await nextEvent(lines, 'listening');
       const response = await fetch(`${String(listening.address)}/index.asmx/Search?query=dog&apiKey=never-logged-key`);
       expect(response.status).toBe(200);
       expect(await response.text()).toContain('<searchResultSet ');
       const hit = await nextEvent(lines, 'deprecated_call');
       expect(hit).toMatchObject({ operation: 'Search', binding: 'httpGet', outcome: 'ok', status: 200, upstreamRequests: 1 });
-      expect(hit.client).toMatch(/^sha256:[0-9a-f]{12}$/);
+      expect(hit.client).toMatch(/^hmac:[0-9a-f]{12}$/);
       kill();
     });
     expect(exit.code).toBe(0);
@@ -201,6 +214,98 @@ describe('npm start', () => {
     expect(exit.code).toBe(1);
     expect(exit.stderr.trim()).toBe(
       'Invalid configuration: paging.profiles./product.search.cp.maxPageSize must be a whole number from 1 to 100000, got 0.',
+    );
+  });
+
+  it('with CLIENT_ID_KEY, names callers by the HMAC every instance given that key shares, and says nothing of a random key', async () => {
+    const exit = await run({ CLIENT_ID_KEY }, async (lines, kill) => {
+      const listening = await nextEvent(lines, 'listening');
+      await fetch(`${String(listening.address)}/index.asmx/Search?query=dog&apiKey=the-callers-key`);
+      const hit = await nextEvent(lines, 'deprecated_call');
+      expect(hit.client).toBe(clientFingerprint('the-callers-key', CLIENT_ID_KEY));
+      kill();
+    });
+    expect(exit.code).toBe(0);
+    expect(exit.stdout.join('\n')).not.toContain('client_id_key');
+    expect(exit.stdout.join('\n')).not.toContain(CLIENT_ID_KEY);
+  });
+
+  it.each([
+    [{}, 'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be set when NODE_ENV is "production": without it the proxy would answer real clients from its embedded demo catalog.'],
+    [{ UPSTREAM_URL: 'http://127.0.0.1:9/api' }, 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be set when NODE_ENV is "production"'],
+    [{ UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: 'short-key' }, 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be at least 32 characters long.'],
+  ])('with NODE_ENV=production refuses to start without what production needs (%j)', async (env, message) => {
+    const exit = await run({ NODE_ENV: 'production', ...env });
+    expect(exit.code).toBe(1);
+    expect(exit.stderr.trim().startsWith(message)).toBe(true);
+    expect(exit.stderr).not.toContain('short-key');
+    expect(exit.stdout).toEqual([]);
+  });
+
+  it('with NODE_ENV=production, an upstream and CLIENT_ID_KEY, starts', async () => {
+    const exit = await run({ NODE_ENV: 'production', UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY }, async (lines, kill) => {
+      await nextEvent(lines, 'listening');
+      kill();
+    });
+    expect(exit.code).toBe(0);
+  });
+
+  it.each([
+    ['/proc/hits.log', 'no file can be created there', 'ENOENT'],
+    ['/proc/nowhere/deeper/hits.log', 'its directory /proc/nowhere/deeper does not exist, nor the one above it', 'ENOENT'],
+    ['/sys/hits.log', 'permission denied', 'EACCES'],
+    [tmpdir(), 'it is a directory', 'EISDIR'],
+  ])('refuses a log.hitsFile it cannot write (%s) before listening, in one JSON line naming the key and the path', async (path, problem, code) => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-hits-'));
+    const file = join(dir, 'proxy.json');
+    writeFileSync(file, JSON.stringify({ log: { hitsFile: path } }));
+    const exit = await run({ CONFIG_FILE: file });
+    expect(exit.code).toBe(1);
+    const lines = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.map((line) => line.event)).not.toContain('listening');
+    expect(lines.at(-1)).toEqual({
+      level: 'fatal',
+      time: expect.any(String),
+      pid: expect.any(Number),
+      hostname: expect.any(String),
+      event: 'start_refused',
+      key: 'log.hitsFile',
+      value: path,
+      code,
+      msg: `Cannot start: log.hitsFile (${path}) cannot be written: ${problem}.`,
+    });
+    expect(exit.stderr).toBe('');
+  });
+
+  it.each([
+    ['PORT', 'server.port'],
+    ['ADMIN_PORT', 'server.adminPort'],
+  ])('refuses a %s another process holds, in one JSON line naming %s, and stops', async (variable, key) => {
+    const held = await heldPort();
+    try {
+      const exit = await run({ [variable]: String(held.port) });
+      expect(exit.code).toBe(1);
+      const last = JSON.parse(exit.stdout.at(-1)!) as Record<string, unknown>;
+      expect(last).toMatchObject({
+        level: 'fatal',
+        event: 'start_refused',
+        key,
+        value: `127.0.0.1:${held.port}`,
+        code: 'EADDRINUSE',
+        msg: `Cannot start: ${key} (127.0.0.1:${held.port}) cannot be listened on: the address is in use by another process (EADDRINUSE).`,
+      });
+      expect(exit.stdout.map((line) => (JSON.parse(line) as Record<string, unknown>).event)).not.toContain('admin_listening');
+      expect(exit.stderr).toBe('');
+    } finally {
+      await held.release();
+    }
+  });
+
+  it('refuses server.adminPort equal to server.port as a configuration error', async () => {
+    const exit = await run({ PORT: '8090', ADMIN_PORT: '8090' });
+    expect(exit.code).toBe(1);
+    expect(exit.stderr.trim()).toBe(
+      "Invalid configuration: server.adminPort must differ from server.port (8090): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.",
     );
   });
 

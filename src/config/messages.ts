@@ -106,6 +106,11 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
       return new ConfigError([...path, String(error.params.missingProperty)].join('.'), 'is required.');
     case 'enum':
       return new ConfigError(name, `must be one of ${(error.params.allowedValues as unknown[]).map(show).join(', ')}, ${got}.`);
+    case 'uniqueItems':
+      return new ConfigError(name, 'must not name a value twice.');
+    case 'minLength':
+      // Not quoted: the longer strings of the configuration are keys.
+      if (Number(error.params.limit) > 1) return new ConfigError(name, `must be at least ${error.params.limit} characters long.`);
   }
   // Otherwise the value has the wrong type or is out of range (type, minimum, maximum, minLength).
   switch (schema.type) {

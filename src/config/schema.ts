@@ -11,6 +11,10 @@ import { MERCHANDISE } from './merchandise.js';
  */
 
 const MAX_TIMEOUT_MS = 600_000;
+/** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
+export const MIN_CLIENT_ID_KEY_LENGTH = 32;
+/** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */
+export const OPERATOR_DATA_PATHS = ['/metrics', '/ledger'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const section = <P extends TProperties>(properties: P) => Type.Object(properties, { additionalProperties: false, default: {} });
@@ -59,7 +63,7 @@ const client = Type.Object(
     contact: nullable(Type.String({ minLength: 1 })),
     apiKeys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     fingerprints: Type.Array(
-      Type.String({ pattern: '^(sha256|hmac):[0-9a-f]{12}$', patternProblem: 'must be a fingerprint as the hits show it, e.g. "sha256:0123456789ab"' }),
+      Type.String({ pattern: '^hmac:[0-9a-f]{12}$', patternProblem: 'must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab"' }),
       { default: [] },
     ),
     addresses: Type.Array(Type.String({ format: 'ip-range' }), { default: [] }),
@@ -142,8 +146,23 @@ export const ConfigSchema = Type.Object(
       maxConcurrentCalls: integer(1, 100_000, 64),
       /** The `Retry-After` of a shed call. */
       retryAfterSeconds: integer(1, 3600, 5),
-      /** A port of its own for `/healthz`, `/readyz` and `/metrics` (on `host`); `null`: the service's port. */
-      adminPort: nullable(Type.Integer({ minimum: 0, maximum: 65535 })),
+      /**
+       * The operator listener (`/metrics`, `/ledger`, `/healthz`, `/readyz`): what it tells (client
+       * names, fingerprints, their latest requests) is not for legacy callers. `null`: none.
+       */
+      adminPort: Type.Union([Type.Integer({ minimum: 0, maximum: 65535 }), Type.Null()], {
+        default: 9464,
+        patternProblem: 'must be a port number (0 to 65535) or null for no operator listener',
+      }),
+      /** Where the operator listener listens; `null`: `host`. */
+      adminHost: nullable(Type.String({ minLength: 1 })),
+      /** Operator endpoints also served on the service's port, each named: off unless asked for. */
+      operatorOnServicePort: Type.Array(Type.Enum([...OPERATOR_DATA_PATHS]), { default: [], uniqueItems: true }),
+      /**
+       * `/readyz` answers 503 while the upstream is unreachable. Off: every instance shares the
+       * upstream, so a load balancer would take the whole fleet out at once.
+       */
+      readinessFollowsUpstream: Type.Boolean({ default: false }),
     }),
     service: section({
       namespace: text('http://tempuri.org/'),
@@ -168,6 +187,8 @@ export const ConfigSchema = Type.Object(
       retries: integer(0, 5, 1),
       /** Deadline of one legacy call, all its upstream requests included. */
       callTimeoutMs: integer(1, MAX_TIMEOUT_MS, 30_000),
+      /** How often the upstream's health is probed when no upstream request has told it lately. */
+      healthCheckIntervalMs: integer(1000, MAX_TIMEOUT_MS, 10_000),
       answers,
     }),
     paging: section({
@@ -194,8 +215,11 @@ export const ConfigSchema = Type.Object(
       successorUrl: url(),
       /** Where callers reach the `.cp` endpoints: the base of each answer's per-call successor link; `null`: upstream.baseUrl. */
       successorBaseUrl: url(),
-      /** HMAC key for the client fingerprints in deprecation hits; `null`: a plain SHA-256. */
-      clientIdKey: nullable(Type.String({ minLength: 1 })),
+      /**
+       * HMAC key of the client fingerprints in deprecation hits, shared by every instance so that they
+       * name a caller alike. `null`: a random key for the process (refused in production).
+       */
+      clientIdKey: nullable(Type.String({ minLength: MIN_CLIENT_ID_KEY_LENGTH })),
     }),
     clients: Type.Array(client, { default: [] }),
     brownouts: Type.Array(brownout, { default: [] }),

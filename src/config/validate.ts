@@ -30,7 +30,22 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       server.shutdownGraceMs < upstream.callTimeoutMs &&
       `must be at least upstream.callTimeoutMs (${upstream.callTimeoutMs}), so that calls in flight can finish.`,
   ],
+  [
+    'server.adminPort',
+    ({ server }) =>
+      server.adminPort !== null &&
+      server.adminPort !== 0 &&
+      server.adminPort === server.port &&
+      `must differ from server.port (${server.port}): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.`,
+  ],
   ['clients', ({ clients }) => clientsProblem(clients)],
+  [
+    'clients',
+    ({ clients, deprecation }) =>
+      deprecation.clientIdKey === null &&
+      clients.some(({ fingerprints }) => fingerprints.length > 0) &&
+      'list fingerprints, which need deprecation.clientIdKey: without it each process keys the fingerprints with a random key of its own, which no listed fingerprint matches.',
+  ],
   [
     'server.trustProxy',
     ({ server, clients }) =>

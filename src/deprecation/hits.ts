@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
@@ -24,7 +24,7 @@ export interface DeprecationHit {
   readonly client: string;
   /** The `client` label of the metrics: a configured client's name, else `other`. */
   readonly clientLabel: string;
-  /** `sha256:`/`hmac:` + 12 hex digits of the apiKey, or `anonymous`. */
+  /** `hmac:` + 12 hex digits of the apiKey's HMAC, or `anonymous` (schema 1 hits may carry `sha256:`). */
   readonly clientFingerprint: string;
   readonly team: string | null;
   readonly contact: string | null;
@@ -52,13 +52,16 @@ export interface DeprecationHit {
 export const HIT_SCHEMA_VERSION = 2;
 
 /**
- * Names a caller without its key. With `key` (deprecation.clientIdKey) an HMAC, which a dictionary
- * of likely keys cannot reverse; without, a plain SHA-256, stable across instances all the same.
+ * The fingerprint key of a process whose configuration names none (allowed outside production only):
+ * random, so that no fingerprint is ever an unkeyed hash, which a search over likely apiKeys reverses
+ * (a 6-digit key in under a second). Its fingerprints hold only for the life of the process.
  */
+const PROCESS_KEY = randomBytes(32).toString('hex');
+
+/** Names a caller without its key: an HMAC with `key` (deprecation.clientIdKey), else the process's own. */
 export function clientFingerprint(apiKey: string | null, key: string | null = null): string {
   if (apiKey === null || apiKey === '') return 'anonymous';
-  const digest = key === null ? createHash('sha256').update(apiKey) : createHmac('sha256', key).update(apiKey);
-  return `${key === null ? 'sha256' : 'hmac'}:${digest.digest('hex').slice(0, 12)}`;
+  return `hmac:${createHmac('sha256', key ?? PROCESS_KEY).update(apiKey).digest('hex').slice(0, 12)}`;
 }
 
 /** Caller-supplied text in a log line is cut here: a 1 MB `version=` must not make a 1 MB line. */

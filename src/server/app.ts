@@ -2,17 +2,19 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from '../config.js';
+import { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import { deprecationPlugin } from '../deprecation/plugin.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import { errorPage, type Answer } from '../inbound/answer.js';
 import { callBindings } from '../inbound/bindings.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';
+import { createUpstreamHealth, type UpstreamHealth } from '../outbound/upstream-health.js';
 import { callRunnerPlugin } from './call-runner.js';
 import { descriptionsPlugin } from './descriptions.js';
 import { dispatcherPlugin } from './dispatcher.js';
-import { healthPlugin } from './health.js';
-import { operatorRoutes } from './operator.js';
+import { createHealth, type Health } from './health.js';
+import { operatorDataRoutes, probeRoutes } from './operator.js';
 import { requestUrl, send, servicePathOf } from './http.js';
 
 /**
@@ -34,12 +36,12 @@ export interface AppDependencies {
 export interface App {
   readonly fastify: FastifyInstance;
   readonly hits: HitRecorder;
-  /** `/healthz`, `/readyz` and `/metrics` alone, when `server.adminPort` is set; else they are on `fastify`. */
+  /** The operator listener (`server.adminPort`): probes, `/metrics` and `/ledger`; null when the port is null. */
   readonly admin: FastifyInstance | null;
+  /** Readiness: ready once `fastify` and `admin` listen, until draining. */
+  readonly health: Health;
+  readonly upstreamHealth: UpstreamHealth;
 }
-
-/** Readiness probes come every few seconds from each load balancer: one upstream check serves them all. */
-const READINESS_CACHE_MS = 5000;
 
 /** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
 const FASTIFY_ERROR_ANSWERS: Readonly<Record<string, Answer>> = {
@@ -97,16 +99,42 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
 
   await fastify.register(deprecationPlugin, { config, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
-  const upstream = deps.upstream ?? createUpstream(config.upstream, (outcome) => fastify.hits.observeUpstream(outcome));
-  if (!deps.upstream) fastify.addHook('onClose', async () => upstream.close());
-  await fastify.register(healthPlugin, { upstreamReachable: () => upstream.reachable(), cacheMs: READINESS_CACHE_MS });
+  const { hits } = fastify;
+  const upstreamHealth = createUpstreamHealth({ probe: () => upstream.reachable(), intervalMs: config.upstream.healthCheckIntervalMs, registry: hits.registry });
+  const upstream =
+    deps.upstream ??
+    createUpstream(config.upstream, (outcome) => {
+      hits.observeUpstream(outcome);
+      upstreamHealth.observe(outcome);
+    });
+  fastify.addHook('onClose', async () => {
+    upstreamHealth.close();
+    if (!deps.upstream) await upstream.close();
+  });
   await fastify.register(callRunnerPlugin, { config, upstream, now: deps.now ?? Date.now });
   await fastify.register(descriptionsPlugin, { server: config.server, service: config.service, profiles: config.paging.profiles });
-  const operator = { hits: fastify.hits, readiness: () => fastify.readiness() };
-  const admin = config.server.adminPort === null ? null : Fastify({ loggerInstance: fastify.log, logController: new LogController({ disableRequestLogging: true }) });
+
+  const admin =
+    config.server.adminPort === null
+      ? null
+      : Fastify({ loggerInstance: fastify.log, logController: new LogController({ disableRequestLogging: true }), return503OnClosing: true });
+  const health = createHealth(admin === null ? [SERVICE_LISTENER] : [SERVICE_LISTENER, OPERATOR_LISTENER], upstreamHealth, config.server.readinessFollowsUpstream);
+  fastify.addHook('onListen', async () => {
+    health.listening(SERVICE_LISTENER);
+    upstreamHealth.start();
+  });
   // Registered before the dispatcher, whose catch-all route would otherwise take these paths.
-  await (admin ?? fastify).register(operatorRoutes, operator);
+  await fastify.register(probeRoutes, { health, upstream: null });
+  await fastify.register(operatorDataRoutes, { hits, paths: config.server.operatorOnServicePort });
+  if (admin !== null) {
+    admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
+    await admin.register(probeRoutes, { health, upstream: upstreamHealth });
+    await admin.register(operatorDataRoutes, { hits, paths: OPERATOR_DATA_PATHS });
+    fastify.addHook('onClose', async () => admin.close());
+  }
   await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });
-  if (admin) fastify.addHook('onClose', async () => admin.close());
-  return { fastify, hits: fastify.hits, admin };
+  return { fastify, hits, admin, health, upstreamHealth };
 }
+
+const SERVICE_LISTENER = 'service';
+const OPERATOR_LISTENER = 'operator';

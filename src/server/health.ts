@@ -1,43 +1,42 @@
-import fp from 'fastify-plugin';
+import type { UpstreamHealth } from '../outbound/upstream-health.js';
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** From now on `/readyz` answers 503, so that a load balancer stops sending calls here. */
-    startDraining(): void;
-    /** What `/readyz` answers. */
-    readiness(): Promise<Readiness>;
-  }
-}
+export type Readiness =
+  | { readonly ready: true; readonly status: 'ready' }
+  | { readonly ready: false; readonly status: 'starting' | 'draining' | 'upstream unreachable' };
 
-export type Readiness = { readonly ready: true; readonly status: 'ready' } | { readonly ready: false; readonly status: 'draining' | 'upstream unreachable' };
-
-export interface HealthOptions {
-  /** Whether the upstream answers at all. */
-  readonly upstreamReachable: () => Promise<boolean>;
-  /** How long an upstream check is taken as it is, so that probes do not turn into upstream load. */
-  readonly cacheMs: number;
+export interface Health {
+  /** What `/readyz` answers. */
+  readiness(): Promise<Readiness>;
+  /** A listener the instance needs is up; ready once all of them are. */
+  listening(name: string): void;
+  /** From now on `/readyz` answers 503, so that a load balancer stops sending calls here. */
+  startDraining(): void;
 }
 
 /**
- * Whether this instance should get calls: configuration loaded (it is, or the process would not have
- * started), the upstream reachable (checked at most once per `cacheMs`), and not draining
- * (docs/wire.md §10.6). The routes are in src/server/operator.ts.
+ * Whether this instance should get calls (docs/wire.md §10.6): not while it starts (until every
+ * listener it was given is up; the configuration, the upstream client and the WebAssembly pass are
+ * ready before any listens) and not while it drains. The upstream's reachability is the operators'
+ * to see (src/outbound/upstream-health.ts), not a reason to be unready: it is the same for every
+ * instance, and a load balancer would take the whole fleet out at once. `followUpstream`
+ * (`server.readinessFollowsUpstream`) asks for that anyway, for a deployment that fails over to
+ * another site.
  */
-export const healthPlugin = fp<HealthOptions>(
-  async (fastify, { upstreamReachable, cacheMs }) => {
-    let draining = false;
-    let checked: { readonly at: number; readonly reachable: Promise<boolean> } | null = null;
-    const reachable = (): Promise<boolean> => {
-      if (checked === null || performance.now() - checked.at > cacheMs) checked = { at: performance.now(), reachable: upstreamReachable() };
-      return checked.reachable;
-    };
-    fastify.decorate('startDraining', () => {
-      draining = true;
-    });
-    fastify.decorate('readiness', async (): Promise<Readiness> => {
+export function createHealth(listeners: readonly string[], upstream: UpstreamHealth, followUpstream: boolean): Health {
+  const waitingFor = new Set(listeners);
+  let draining = false;
+  return {
+    async readiness() {
       if (draining) return { ready: false, status: 'draining' };
-      return (await reachable()) ? { ready: true, status: 'ready' } : { ready: false, status: 'upstream unreachable' };
-    });
-  },
-  { name: 'health', fastify: '5.x' },
-);
+      if (waitingFor.size > 0) return { ready: false, status: 'starting' };
+      if (followUpstream && !(await upstream.check())) return { ready: false, status: 'upstream unreachable' };
+      return { ready: true, status: 'ready' };
+    },
+    listening(name) {
+      waitingFor.delete(name);
+    },
+    startDraining() {
+      draining = true;
+    },
+  };
+}

@@ -1,28 +1,50 @@
 import type { FastifyInstance } from 'fastify';
+import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import { ledgerJson } from '../migration/ledger.js';
-import type { Readiness } from './health.js';
-
-export interface OperatorOptions {
-  readonly hits: HitRecorder;
-  readonly readiness: () => Promise<Readiness>;
-}
+import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
+import type { Health } from './health.js';
 
 /**
- * What the operator's tools ask: `/healthz` (alive), `/readyz` (should get calls), `/metrics`
- * (Prometheus) and `/ledger` (who still calls what here, docs/migration.md). On the service's own
- * port, or on `server.adminPort` when one is set, so that they need not be reachable from where the
- * legacy clients are.
+ * What the operator's tools ask. `/healthz` (alive) and `/readyz` (should get calls) are on every
+ * listener: load balancers probe the service's port. `/metrics` (Prometheus) and `/ledger` (who still
+ * calls what here, docs/migration.md) name clients and show their fingerprints and latest requests,
+ * which are not for legacy callers: they are on the operator listener (`server.adminPort`), and on the
+ * service's port only where `server.operatorOnServicePort` names them.
  */
-export async function operatorRoutes(fastify: FastifyInstance, { hits, readiness }: OperatorOptions): Promise<void> {
-  fastify.get('/healthz', async () => ({ status: 'ok' }));
+
+export type OperatorDataPath = (typeof OPERATOR_DATA_PATHS)[number];
+
+export interface ProbeOptions {
+  readonly health: Health;
+  /** On the operator listener, `/healthz` also says how the upstream is (it is the same for every instance). */
+  readonly upstream: UpstreamHealth | null;
+}
+
+export async function probeRoutes(fastify: FastifyInstance, { health, upstream }: ProbeOptions): Promise<void> {
+  fastify.get('/healthz', async () => (upstream === null ? { status: 'ok' } : { status: 'ok', upstream: upstreamJson(upstream.state()) }));
   fastify.get('/readyz', async (_request, reply) => {
-    const { ready, status } = await readiness();
+    const { ready, status } = await health.readiness();
     return reply.code(ready ? 200 : 503).send({ status });
   });
-  fastify.get('/metrics', async (_request, reply) => {
-    reply.header('content-type', hits.registry.contentType);
-    return hits.registry.metrics();
-  });
-  fastify.get('/ledger', async () => ledgerJson(hits.ledger));
+}
+
+export interface OperatorDataOptions {
+  readonly hits: HitRecorder;
+  readonly paths: readonly OperatorDataPath[];
+}
+
+export async function operatorDataRoutes(fastify: FastifyInstance, { hits, paths }: OperatorDataOptions): Promise<void> {
+  if (paths.includes('/metrics')) {
+    fastify.get('/metrics', async (_request, reply) => {
+      reply.header('content-type', hits.registry.contentType);
+      return hits.registry.metrics();
+    });
+  }
+  if (paths.includes('/ledger')) fastify.get('/ledger', async () => ledgerJson(hits.ledger));
+}
+
+function upstreamJson(state: UpstreamHealthState): Record<string, unknown> {
+  const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+  return { up: state.up, checkedAt: iso(state.checkedAt), source: state.source, problem: state.problem, lastUpAt: iso(state.lastUpAt) };
 }

@@ -1,5 +1,8 @@
 import { loadConfig, type Config, type Json } from '../../src/config.js';
 
+/** A deprecation.clientIdKey for tests that configure one (32 characters, the least accepted). */
+export const TEST_CLIENT_ID_KEY = 'test-client-id-key-0123456789abc';
+
 /** The shipped defaults with a configured upstream (so nothing starts the demo), then `overrides`. */
 export function testConfig(overrides: Json = {}): Config {
   return loadConfig({}, { upstream: { baseUrl: 'http://upstream.invalid', appKey: 'configured-app-key' }, log: { level: 'silent' } }, overrides);

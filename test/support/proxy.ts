@@ -8,7 +8,7 @@ import { start, type Running } from '../../src/main.js';
  * configuration schema (src/config/schema.ts).
  */
 export async function startProxy(overrides: Json = {}): Promise<Running> {
-  const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0 }, log: { level: 'silent' } }, overrides);
+  const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0, adminPort: 0 }, log: { level: 'silent' } }, overrides);
   return start(config, pino({ level: 'silent' }));
 }
 
