@@ -154,13 +154,20 @@ export type RefusalDetail = Refusal & {
   readonly successor: string | null;
   /** `deprecation.sunsetAt`, when set. */
   readonly sunsetAt: number | null;
+  /** When the call was refused: a brownout may come after the sunset, when refuseAfterSunset is off. */
+  readonly at: number;
 };
 
 export function refusalText(detail: RefusalDetail): string {
   const instead = `Use ${detail.replacement} instead${detail.successor === null ? '.' : `: ${detail.successor}`}`;
   if (detail.reason === 'sunset') return `This operation is no longer available: ${detail.operation} was switched off on ${instant(detail.since)}. ${instead}`;
-  const sunset = detail.sunsetAt === null ? '' : ` and will be switched off on ${instant(detail.sunsetAt)}`;
-  return `This operation is temporarily unavailable (scheduled brownout "${detail.brownout}" until ${instant(detail.until)}): ${detail.operation} is deprecated${sunset}. ${instead}`;
+  return `This operation is temporarily unavailable (scheduled brownout "${detail.brownout}" until ${instant(detail.until)}): ${detail.operation} is deprecated${sunsetClause(detail)}. ${instead}`;
+}
+
+/** What a brownout's text says of the sunset: to come, or gone by while the operation still answers outside its windows. */
+function sunsetClause({ sunsetAt, at }: RefusalDetail): string {
+  if (sunsetAt === null) return '';
+  return at < sunsetAt ? ` and will be switched off on ${instant(sunsetAt)}` : ` and has been due to be switched off since ${instant(sunsetAt)}`;
 }
 
 /** An instant as UTC ISO 8601, milliseconds only when there are some: the form the configuration takes. */

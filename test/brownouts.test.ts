@@ -106,11 +106,17 @@ describe('the schedule (pure)', () => {
 });
 
 describe('the refusal text', () => {
-  const brownout = { reason: 'brownout', brownout: 'dec-week-1', until: at('2026-12-01T10:30:00Z'), operation: 'Search', replacement: '/product.search.cp' } as const;
+  const brownout = { reason: 'brownout', brownout: 'dec-week-1', until: at('2026-12-01T10:30:00Z'), operation: 'Search', replacement: '/product.search.cp', at: at('2026-12-01T10:10:00Z') } as const;
 
   it('names the brownout and its end, the sunset, the replacement and the exact successor request', () => {
     expect(refusalText({ ...brownout, successor: '/product.search.cp?v=3&query=dog', sunsetAt: at('2027-06-30T00:00:00Z') })).toBe(
       'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: /product.search.cp?v=3&query=dog',
+    );
+  });
+
+  it('in a brownout after the sunset, says the operation has been due to be switched off since then, not that it will be', () => {
+    expect(refusalText({ ...brownout, successor: null, sunsetAt: at('2026-12-01T10:10:00Z') })).toBe(
+      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and has been due to be switched off since 2026-12-01T10:10:00Z. Use /product.search.cp instead.',
     );
   });
 
@@ -122,7 +128,7 @@ describe('the refusal text', () => {
 
   it('after the sunset says the operation is switched off, and when', () => {
     const sunsetAt = at('2027-06-30T00:00:00Z');
-    expect(refusalText({ reason: 'sunset', since: sunsetAt, operation: 'ProductLookup', replacement: '/product.searchForProduct.cp', successor: '/product.searchForProduct.cp?v=3&productId=42', sunsetAt })).toBe(
+    expect(refusalText({ reason: 'sunset', since: sunsetAt, at: sunsetAt + DAY, operation: 'ProductLookup', replacement: '/product.searchForProduct.cp', successor: '/product.searchForProduct.cp?v=3&productId=42', sunsetAt })).toBe(
       'This operation is no longer available: ProductLookup was switched off on 2027-06-30T00:00:00Z. Use /product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42',
     );
   });
@@ -270,6 +276,17 @@ describe('through the front door, on a clock the test sets', () => {
     expect(response.headers.get('retry-after')).toBe('2700');
     expect(response.headers.get('link')).toBeNull();
     expect(hits()[0]).toMatchObject({ client: 'shop', outcome: 'refused', reason: 'brownout', successor: null });
+  });
+
+  it('a window after the sunset (refuseAfterSunset off) says the operation has been due to be switched off since the sunset', async () => {
+    // shop-weekly's window a week after the sunset of 2027-06-30.
+    now = at('2027-07-07T00:15:00Z');
+    const response = await searchDog('soap11', 'shop-key');
+    const text =
+      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2027-07-07T01:00:00Z): Search is deprecated and has been due to be switched off since 2027-06-30T00:00:00Z. ' +
+      `Use /product.search.cp instead: ${SUCCESSOR}`;
+    expectRefusal('soap11', response, await response.text(), text);
+    expect(response.headers.get('retry-after')).toBe('2700');
   });
 
   it('legacy_brownout_active is 1 while a window is open, and refused calls count as outcome "refused"', async () => {

@@ -198,7 +198,7 @@ describe('the successor-version link of each answer', () => {
     },
   );
 
-  it('comes first, before the configured links, and uses deprecation.successorBaseUrl', async () => {
+  it('comes first, before the configured links, and uses deprecation.successorBaseUrl; deprecation.successorUrl is then the service-doc', async () => {
     const proxy = await startProxy({
       deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api', successorBaseUrl: 'https://open-api.example.com' },
     });
@@ -206,8 +206,21 @@ describe('the successor-version link of each answer', () => {
       const response = await fetch(`${proxy.url}/index.asmx/ProductLookup?productNumber=42&apiKey=k`);
       expect(response.headers.get('link')).toBe(
         '<https://open-api.example.com/product.searchForProduct.cp?v=3&productId=42>; rel="successor-version", ' +
-          '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"',
+          '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="service-doc"',
       );
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('an answer without a successor of its own (a fault of the request, the WSDL) names deprecation.successorUrl as the successor-version', async () => {
+    const proxy = await startProxy({ deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api' } });
+    try {
+      for (const path of ['/index.asmx/ProductLookup?productNumber=x&apiKey=k', '/index.asmx?WSDL']) {
+        const response = await fetch(`${proxy.url}${path}`);
+        await response.arrayBuffer();
+        expect(response.headers.get('link')).toBe('<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"');
+      }
     } finally {
       await proxy.stop();
     }

@@ -9,6 +9,7 @@ import { bucketOf, routeOf, type LegacyRoute } from '../src/migration/routing.js
 import { CALL_BINDINGS, legacyCall } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
 import { rawRequest } from './support/raw-http.js';
+import { dotnetUrlEncode } from './support/spellings.js';
 import { startStubUpstream } from './support/stub-upstream.js';
 import { SOAP11_ENV, SOAP12_ENV, XML_CONTENT_TYPE } from './support/wire.js';
 
@@ -99,6 +100,25 @@ describe('comparing two answers (pure)', () => {
     expect(compareAnswers('httpGet', ok(deep('level')), ok(deep('level').replace('1', '2')))?.path).toHaveLength(DIFF_TEXT_LIMIT + 1);
     const echoed = compareAnswers('soap11', ok(searchAnswer(items)), soapFault('soap:Client', 'Unknown apiKey secret-caller-key (secret-caller-key)'), ['secret-caller-key']);
     expect(echoed?.legacy).toBe('fault Client: Unknown apiKey [redacted] ([redacted])');
+  });
+
+  it('never shows a key an answer quotes: an apiKey or appKey element or attribute is no difference, and shows redacted', () => {
+    const quoting = (key: string): string => `<searchResultSet><request appKey="${key}"><apiKey>${key}</apiKey><query>dog</query></request></searchResultSet>`;
+    expect(compareAnswers('httpGet', ok(quoting('k-one')), ok(quoting('k-two')))).toBeNull();
+    expect(compareAnswers('httpGet', ok('<searchResultSet />'), ok(quoting('k-two')))).toEqual({
+      path: '/searchResultSet/request',
+      translated: '(none)',
+      legacy: '<request appKey="[redacted]"><apiKey>"[redacted]"</apiKey><query>"dog"</query></request>',
+    });
+  });
+
+  it('a value cut at the limit inside an echoed key shows no start of it, whatever its length or spelling', () => {
+    const echo = (filler: number, key: string) => soapFault('soap:Client', `${'x'.repeat(filler)} ${dotnetUrlEncode(key)} is not a key`);
+    // `fault Client: ` and 179 x's, then the key: the cut falls inside the marker.
+    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(179, 'a+b/c=d'), ['a+b/c=d'])?.legacy).toBe(`fault Client: ${'x'.repeat(179)} [redac…`);
+    // A key longer than all a diff reads of a value: redacted as far as it is read.
+    const long = `${'k+'.repeat(150)}end`;
+    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(100, long), [long])?.legacy).toBe(`fault Client: ${'x'.repeat(100)} [redacted]…`);
   });
 
   it('reads answers with the safe parser: a DTD is refused, never expanded', () => {
@@ -357,6 +377,25 @@ describe('shadow', () => {
     expect(line!.diff.translated.length).toBeLessThanOrEqual(DIFF_TEXT_LIMIT + 1);
     expect(line!.diff.legacy).not.toBe(line!.diff.translated);
     expect(JSON.stringify(proxy.lines)).not.toContain(SEARCH.apiKey);
+  });
+
+  it('an origin whose fault quotes the key as .NET writes it in a URL (%2b, %2f, + for a space): the mismatch line never holds it', async () => {
+    const key = 'Se+cr et/K=y';
+    const stub = await startStubUpstream((req, res) => {
+      req.resume();
+      // As ASP.NET quotes a value it could not use: the text of the exception, HTML-encoded, over HTTP GET.
+      req.on('end', () => res.writeHead(500, { 'content-type': TEXT_CONTENT_TYPE }).end(`Key ${dotnetUrlEncode(key)} is not valid for Search.\r\n`));
+    });
+    try {
+      const proxy = await routed(stub.origin, [{ mode: 'shadow', operations: ['Search'] }]);
+      expect(await statusOf(legacyCall(proxy.url, 'httpGet', 'Search', { ...SEARCH, apiKey: key }))).toBe(200);
+      await eventually(async () => (await proxy.comparisons('Search', 'mismatch')) === 1);
+      const line = proxy.lines.find((candidate) => candidate.event === 'shadow_mismatch');
+      expect(line).toMatchObject({ diff: { path: '/', legacy: 'fault HTTP 500: Key [redacted] is not valid for Search.\r\n' } });
+      expect(JSON.stringify(proxy.lines)).not.toContain(dotnetUrlEncode(key));
+    } finally {
+      await stub.close();
+    }
   });
 
   it('answerFrom legacy: the caller gets the origin’s bytes, and the translated path is compared in the background', async () => {

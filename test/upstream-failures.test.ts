@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Json } from '../src/config.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { SEARCH_PAGES, pageDocument } from './support/pages.js';
+import { dotnetUrlEncode } from './support/spellings.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
 
 /**
@@ -35,6 +36,9 @@ beforeAll(async () => {
         return void res.writeHead(500).end();
       case 'html-error':
         return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><h1>502 Bad Gateway</h1></body></html>');
+      case 'help-echo':
+        // An upstream behind .NET quoting the appKey it was sent as HttpUtility.UrlEncode writes it.
+        return void res.writeHead(403, { 'content-type': 'text/xml' }).end(`<help><exception-message>Unknown appKey ${dotnetUrlEncode(url.searchParams.get('appKey') ?? '')}.</exception-message></help>`);
       case 'help-4xx':
         return void res.writeHead(400, { 'content-type': 'text/xml' }).end('<help>\n  <exception-message>Invalid sort value.</exception-message>\n</help>');
       case 'gateway-403':
@@ -102,6 +106,11 @@ describe('upstream failures, through the front door', () => {
     expect(response.status).toBe(500);
     expect(await response.text()).toBe(`${text}\r\n`);
     expect(performance.now() - started).toBeLessThan(3000);
+  });
+
+  it('an upstream message quoting the appKey sent, in .NET’s lower-case escapes, reaches the caller with the key redacted', async () => {
+    const response = await fetch(`${proxy}/index.asmx/Search?query=help-echo&apiKey=${encodeURIComponent('Se+cr et/K=y')}`);
+    expect(await response.text()).toBe('Unknown appKey [redacted].\r\n');
   });
 
   it('one failing page of a fan-out fails the call, and only that call', async () => {

@@ -621,7 +621,7 @@ describe('§9 deprecation headers, all configured', () => {
     },
   });
 
-  it.each(EVERY_KIND_OF_ANSWER)('$kind ($status)', async ({ req, status }) => {
+  it.each(EVERY_KIND_OF_ANSWER)('$kind ($status)', async ({ req, status, answered }) => {
     const res = await proxy().send(req);
     expect(res.status).toBe(status);
     // RFC 9745 sf-date; RFC 8594 IMF-fixdate.
@@ -631,7 +631,9 @@ describe('§9 deprecation headers, all configured', () => {
     const links = [res.headers.link ?? []].flat().flatMap((value) => value.split(/,\s*(?=<)/));
     expect(links).toContain('<https://example.com/deprecation>; rel="deprecation"; type="text/html"');
     expect(links).toContainEqual(expect.stringMatching(/^<https:\/\/[^>]+>; rel="sunset"(;|$)/));
-    expect(links).toContain('<https://example.com/api>; rel="successor-version"');
+    // A call that was answered links its own replacement request as the successor-version: the configured one is then the service-doc.
+    expect(links).toContain(`<https://example.com/api>; rel="${answered ? 'service-doc' : 'successor-version'}"`);
+    expect(links.filter((link) => link.endsWith('rel="successor-version"'))).toHaveLength(1);
   });
 
   it.each(NOT_THE_SERVICE)('none on %s', async (path) => {

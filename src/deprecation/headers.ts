@@ -3,7 +3,8 @@ import type { Config } from '../config.js';
 /**
  * Deprecation (RFC 9745), Sunset (RFC 8594) and Link headers, sent on every answer from the legacy
  * service path (docs/wire.md §9). Computed once from the configuration; only a translated call's
- * own `successor-version` link differs from answer to answer.
+ * own `successor-version` link differs from answer to answer, and with it the relation of
+ * `deprecation.successorUrl`.
  */
 export interface DeprecationSignals {
   readonly headers: Readonly<Record<string, string>>;
@@ -22,11 +23,14 @@ export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstrea
     links.push(`<${deprecation.policyUrl}>; rel="deprecation"; type="text/html"`);
     if (deprecation.sunsetAt !== null) links.push(`<${deprecation.policyUrl}>; rel="sunset"; type="text/html"`);
   }
-  if (deprecation.successorUrl !== null) links.push(`<${deprecation.successorUrl}>; rel="successor-version"`);
-  if (links.length > 0) headers.link = links.join(', ');
-  // The call's own replacement first: a client that reads one successor link reads the exact one.
+  const successorUrlAs = (relation: string): string[] => (deprecation.successorUrl === null ? [] : [`<${deprecation.successorUrl}>; rel="${relation}"`]);
+  const general = [...links, ...successorUrlAs('successor-version')];
+  if (general.length > 0) headers.link = general.join(', ');
+  // The call's own replacement first, and the only successor-version: a client that follows one
+  // follows the exact one. The configured URL then goes under the relation that says what it is to
+  // that client, the replacement's documentation for people (RFC 8631 service-doc; docs/wire.md §9).
   const successorBase = successorBaseOf(config);
-  return { headers, linkFor: (successor) => [`<${successorBase}${successor}>; rel="successor-version"`, ...links].join(', ') };
+  return { headers, linkFor: (successor) => [`<${successorBase}${successor}>; rel="successor-version"`, ...links, ...successorUrlAs('service-doc')].join(', ') };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { BindingName } from '../inbound/bindings.js';
+import { namesKey, redact, REDACTED } from '../redaction/redact.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/tree.js';
 
@@ -11,6 +12,7 @@ import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/
  * prefixes and declarations (names compare by namespace URI and local name), attribute order,
  * whitespace-only text, comments, CDATA against text of the same characters. Two faults agree when
  * their codes do (`soap:Server`, or the HTTP status): their texts name different backends' failures.
+ * Keys are no difference worth showing: an element or attribute named as a key compares redacted.
  */
 
 /** One answer as it went or would have gone to the caller. */
@@ -29,6 +31,11 @@ export interface Diff {
 
 /** Longest path or value a diff holds: a log line about a mismatch stays a line. */
 export const DIFF_TEXT_LIMIT = 200;
+/**
+ * How much of one text of an answer a diff reads: room for a key that starts before the cut to be
+ * read whole, in any spelling, while an answer of megabytes is not read at all.
+ */
+const READ_TEXT_LIMIT = 2 * DIFF_TEXT_LIMIT;
 
 interface NormalElement {
   /** `local`, or `{uri}local` in a namespace. */
@@ -46,25 +53,33 @@ type Normalised = { readonly kind: 'result'; readonly result: NormalElement } | 
 
 const SOAP_FAULT = 'Fault';
 
+/** A text of an answer as a diff may show it: no key in it (src/redaction/redact.ts). */
+type Show = (text: string) => string;
+
 /**
  * The first difference between the two answers, or null when they agree. `secrets` (the caller's apiKey)
- * never appear in the diff, even where an answer echoes them.
+ * never appear in the diff, in any spelling, even where an answer echoes them; nor does any value of a
+ * key parameter or element an answer quotes.
  */
 export function compareAnswers(binding: BindingName, translated: AnsweredCall, legacy: AnsweredCall, secrets: readonly string[] = []): Diff | null {
-  const found = difference(normalise(binding, translated), normalise(binding, legacy));
+  // Every occurrence, even inside a word: unlike a fault's text (upstream.ts redacts whole tokens
+  // there, for the client's sake), a diff is read by operators only, and a short key that mangles a
+  // word costs nothing there. A longer text says that it goes on, however short its redacted start.
+  const show: Show = (text) =>
+    text.length <= READ_TEXT_LIMIT ? redact(text, secrets) : `${redact(text.slice(0, READ_TEXT_LIMIT), secrets, { truncated: true })}…`;
+  const found = difference(normalise(binding, translated), normalise(binding, legacy), show);
   if (found === null) return null;
-  const shown = (text: string): string => cut(hide(text, secrets));
-  return { path: cut(found.path), translated: shown(found.translated), legacy: shown(found.legacy) };
+  return { path: cut(found.path), translated: cut(found.translated), legacy: cut(found.legacy) };
 }
 
-function difference(translated: Normalised, legacy: Normalised): Diff | null {
-  if (translated.kind === 'result' && legacy.kind === 'result') return firstDifference(translated.result, legacy.result, '');
+function difference(translated: Normalised, legacy: Normalised, show: Show): Diff | null {
+  if (translated.kind === 'result' && legacy.kind === 'result') return firstDifference(translated.result, legacy.result, '', show);
   if (translated.kind === 'fault' && legacy.kind === 'fault' && translated.code === legacy.code) return null;
-  return { path: '/', translated: describe(translated), legacy: describe(legacy) };
+  return { path: '/', translated: describe(translated, show), legacy: describe(legacy, show) };
 }
 
-function describe(answer: Normalised): string {
-  return answer.kind === 'fault' ? `fault ${answer.code}: ${answer.text}` : `result ${render(answer.result)}`;
+function describe(answer: Normalised, show: Show): string {
+  return answer.kind === 'fault' ? `fault ${answer.code}: ${show(answer.text)}` : `result ${render(answer.result, show)}`;
 }
 
 // --- Normalising -----------------------------------------------------------------------------------
@@ -105,9 +120,13 @@ function qualified(local: string, uri: string | undefined): string {
 function normalElement(element: XmlElement): NormalElement {
   const attributes = element.attributes
     .filter(({ name }) => name !== 'xmlns' && !name.startsWith('xmlns:'))
-    .map(({ name, value, uri }) => [qualified(name.slice(name.indexOf(':') + 1), uri), value] as const)
+    .map(({ name, value, uri }) => {
+      const local = name.slice(name.indexOf(':') + 1);
+      return [qualified(local, uri), namesKey(local) ? REDACTED : value] as const;
+    })
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return { name: qualified(element.local, element.uri), attributes, children: normalChildren(element.children) };
+  const children = namesKey(element.local) ? [REDACTED] : normalChildren(element.children);
+  return { name: qualified(element.local, element.uri), attributes, children };
 }
 
 function normalChildren(nodes: readonly XmlNode[]): NormalNode[] {
@@ -130,26 +149,27 @@ function normalChildren(nodes: readonly XmlNode[]): NormalNode[] {
 const NONE = '(none)';
 
 /** `parentPath` is the path of the element holding both (`''` for the roots). */
-function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath: string, step = stepOf(translated)): Diff | null {
+function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath: string, show: Show, step = stepOf(translated)): Diff | null {
   const path = `${parentPath}/${step}`;
   if (typeof translated === 'string' || typeof legacy === 'string') {
-    return translated === legacy ? null : { path, translated: render(translated), legacy: render(legacy) };
+    return translated === legacy ? null : { path, translated: render(translated, show), legacy: render(legacy, show) };
   }
-  if (translated.name !== legacy.name) return { path, translated: render(translated), legacy: render(legacy) };
+  if (translated.name !== legacy.name) return { path, translated: render(translated, show), legacy: render(legacy, show) };
   const names = [...new Set([...translated.attributes, ...legacy.attributes].map(([name]) => name))].sort();
   for (const name of names) {
     const ours = valueOf(translated, name);
     const theirs = valueOf(legacy, name);
-    if (ours !== theirs) return { path: `${path}/@${name}`, translated: ours ?? NONE, legacy: theirs ?? NONE };
+    const shown = (value: string | undefined): string => (value === undefined ? NONE : show(value));
+    if (ours !== theirs) return { path: `${path}/@${name}`, translated: shown(ours), legacy: shown(theirs) };
   }
   const steps = childSteps(translated.children.length >= legacy.children.length ? translated.children : legacy.children);
   for (const [index, childStep] of steps.entries()) {
     const ours = translated.children[index];
     const theirs = legacy.children[index];
     if (ours === undefined || theirs === undefined) {
-      return { path: `${path}/${childStep}`, translated: ours === undefined ? NONE : render(ours), legacy: theirs === undefined ? NONE : render(theirs) };
+      return { path: `${path}/${childStep}`, translated: ours === undefined ? NONE : render(ours, show), legacy: theirs === undefined ? NONE : render(theirs, show) };
     }
-    const found = firstDifference(ours, theirs, path, childStep);
+    const found = firstDifference(ours, theirs, path, show, childStep);
     if (found !== null) return found;
   }
   return null;
@@ -182,8 +202,8 @@ function childSteps(children: readonly NormalNode[]): string[] {
 
 // --- Showing ---------------------------------------------------------------------------------------
 
-/** A node as compact markup, written only as far as a diff shows it. */
-function render(node: NormalNode): string {
+/** A node as compact markup, written only as far as a diff shows it, its texts and values as `show` shows them. */
+function render(node: NormalNode, show: Show): string {
   const parts: string[] = [];
   let length = 0;
   const write = (text: string): boolean => {
@@ -192,23 +212,13 @@ function render(node: NormalNode): string {
     return length <= DIFF_TEXT_LIMIT;
   };
   const visit = (current: NormalNode): boolean => {
-    if (typeof current === 'string') return write(JSON.stringify(current));
-    const attributes = current.attributes.map(([name, value]) => ` ${name}=${JSON.stringify(value)}`).join('');
+    if (typeof current === 'string') return write(JSON.stringify(show(current)));
+    const attributes = current.attributes.map(([name, value]) => ` ${name}=${JSON.stringify(show(value))}`).join('');
     if (current.children.length === 0) return write(`<${current.name}${attributes} />`);
     return write(`<${current.name}${attributes}>`) && current.children.every(visit) && write(`</${current.name}>`);
   };
   visit(node);
   return parts.join('');
-}
-
-/**
- * Every occurrence, raw or URL-encoded, even inside a word: unlike a fault's text (upstream.ts redacts
- * whole tokens there, for the client's sake), a diff is read by operators only, and a short key that
- * mangles a word costs nothing there.
- */
-function hide(text: string, secrets: readonly string[]): string {
-  const spellings = secrets.filter((secret) => secret !== '').flatMap((secret) => [secret, encodeURIComponent(secret)]);
-  return spellings.reduce((shown, spelling) => shown.split(spelling).join('[redacted]'), text);
 }
 
 export function cut(text: string, limit = DIFF_TEXT_LIMIT): string {

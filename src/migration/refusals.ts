@@ -21,7 +21,7 @@ export function createRefuser(schedule: Schedule, plan: (call: LegacyCall) => Pl
     const refusal = refusalOf(schedule, at, { operation: call.operation.name, client: caller.label });
     if (refusal === null) return null;
     const { name: operation, replacement } = call.operation;
-    const detail = { ...refusal, operation, replacement, successor: successorIfTranslated(plan, call), sunsetAt: schedule.sunsetAt };
+    const detail = { ...refusal, operation, replacement, successor: successorIfTranslated(plan, call), sunsetAt: schedule.sunsetAt, at };
     return new CallRefused(detail, refusal.reason === 'brownout' ? Math.max(1, Math.ceil((refusal.until - at) / 1000)) : null);
   };
 }

@@ -1,6 +1,7 @@
 import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config.js';
 import { CallError, UpstreamError, type FailureReason, type UpstreamFailure } from '../errors.js';
+import { redact } from '../redaction/redact.js';
 import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
 import { compactDocument, decodeBody, type Page } from '../xml/compact.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
@@ -138,8 +139,6 @@ export function basicCredentials(url: URL): { authorization?: string } {
   return { authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` };
 }
 
-const REDACTED = '[redacted]';
-
 function secretsOf(request: UpstreamRequest): string[] {
   return request.params.filter(([name, value]) => SECRET_PARAMS.has(name) && value !== '').map(([, value]) => value);
 }
@@ -147,8 +146,9 @@ function secretsOf(request: UpstreamRequest): string[] {
 /**
  * Status and body in, page or a named failure out. A 2xx page in the canonical subset passes through
  * as bytes (src/xml/compact.ts); anything else is decoded, parsed and checked whole. An upstream error
- * message that echoes one of `secrets` (the appKey sent) has it redacted: it goes to legacy clients as
- * a fault.
+ * message that echoes one of `secrets` (the appKey sent), in any spelling, or quotes a key parameter
+ * or element has it redacted: it goes to legacy clients as a fault. Only a whole token is a secret
+ * there, so that a short key does not mangle the words around it.
  */
 export function readResponse(statusCode: number, body: Uint8Array | readonly Uint8Array[], expectedRoot: string, secrets: readonly string[] = []): Page {
   if (statusCode >= 200 && statusCode <= 299) {
@@ -162,7 +162,8 @@ export function readResponse(statusCode: number, body: Uint8Array | readonly Uin
   } catch (err) {
     if (!(err instanceof XmlSyntaxError)) throw err;
   }
-  const message = root?.local === ERROR_ROOT ? redact(helpMessage(root), secrets) : undefined;
+  const echoed = root?.local === ERROR_ROOT ? helpMessage(root) : undefined;
+  const message = echoed === undefined ? undefined : redact(echoed, secrets, { wholeTokens: true });
   if (message !== undefined) throw new UpstreamError({ code: 'error_document', status: statusCode, message });
   if (statusCode < 200 || statusCode > 299) throw new UpstreamError({ code: 'status', status: statusCode });
   if (root === undefined) throw new UpstreamError({ code: 'not_xml' });
@@ -174,24 +175,6 @@ function helpMessage(help: XmlElement): string | undefined {
   const message = childElements(help).find((child) => child.local === 'exception-message');
   const text = message === undefined ? '' : innerText(message).trim();
   return text === '' ? undefined : text;
-}
-
-/**
- * Each secret as sent (raw, and URL-encoded as in a query string or a form), matched only as a whole
- * token so that a short key does not mangle the words around it.
- */
-function redact(message: string | undefined, secrets: readonly string[]): string | undefined {
-  if (message === undefined) return undefined;
-  const spellings = new Set(secrets.flatMap((secret) => [secret, encodeURIComponent(secret), new URLSearchParams([['', secret]]).toString().slice(1)]));
-  return [...spellings].reduce(
-    // A `.` or `-` next to the key ends a sentence or a word unless a letter or digit follows it.
-    (text, spelling) => text.replace(new RegExp(`(?<![\\w%+~])(?<!\\w[.-])${escapeRegExp(spelling)}(?![\\w%+~])(?![.-]\\w)`, 'g'), REDACTED),
-    message,
-  );
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 export function errorCode(err: unknown): string {
