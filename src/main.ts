@@ -1,10 +1,11 @@
 import { existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { destination, pino, stdTimeFunctions, type Logger } from 'pino';
+import { destination, pino, stdSerializers, stdTimeFunctions, type Logger } from 'pino';
 import { checkProduction, ConfigError, loadConfig, redactUrl, type Config } from './config.js';
 import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
 import { fixHeapGrowth } from './heap.js';
+import { redact } from './redaction/redact.js';
 import { buildApp } from './server/app.js';
 
 /**
@@ -159,6 +160,32 @@ export function createLogger(level: Config['log']['level'], fd: number = 1, onEr
   return pino({ level, ...LINE_FORMAT }, stream);
 }
 
+/**
+ * The operators' lines: as createLogger's, with every message and error text passed through the key
+ * redaction, because text the proxy does not write itself reaches them too (fastify's own warnings
+ * quote the request URL, query string and apiKey included; an error may quote a body).
+ */
+export function createOperatorLogger(level: Config['log']['level']): Logger {
+  return pino(
+    {
+      level,
+      ...LINE_FORMAT,
+      hooks: {
+        logMethod(args, write) {
+          write.apply(this, args.map((arg) => (typeof arg === 'string' ? redact(arg, []) : arg)) as Parameters<typeof write>);
+        },
+      },
+      serializers: {
+        err: (err: Error) => {
+          const serialized = stdSerializers.err(err);
+          return { ...serialized, message: redact(serialized.message, []), stack: redact(serialized.stack, []) };
+        },
+      },
+    },
+    destination({ dest: 1, sync: false }),
+  );
+}
+
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
 export async function main(): Promise<void> {
   fixHeapGrowth();
@@ -171,7 +198,7 @@ export async function main(): Promise<void> {
     process.stderr.write(`${err.message}\n`);
     process.exit(1);
   }
-  const logger = createLogger(config.log.level);
+  const logger = createOperatorLogger(config.log.level);
   /** Exits once the log lines written so far are out: the destinations write in the background. */
   let exit = (code: number): void => logger.flush(() => process.exit(code));
   const refuse = (err: StartRefused): void => {

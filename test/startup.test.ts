@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -307,6 +307,21 @@ describe('npm start', () => {
     expect(exit.stderr.trim()).toBe(
       "Invalid configuration: server.adminPort must differ from server.port (8090): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.",
     );
+  });
+
+  it('keeps keys out of the operators\' lines that quote text the proxy did not write (fastify\'s warnings, error messages)', () => {
+    const script = [
+      "import { createOperatorLogger } from './dist/src/main.js';",
+      'const log = createOperatorLogger("info");',
+      'log.warn(\'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=%2bsecret-one" (GET) route?\');',
+      'log.error({ err: new Error("GET /product.search.cp?v=3&APPKEY=secret-two failed") }, "failed");',
+      'log.flush();',
+    ].join('\n');
+    const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; err?: { message: string; stack: string } });
+    expect(lines[0]!.msg).toBe('Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=[redacted]" (GET) route?');
+    expect(lines[1]!.err!.message).toBe('GET /product.search.cp?v=3&APPKEY=[redacted] failed');
+    expect(stdout).not.toMatch(/secret-(one|two)/);
   });
 
   it('refuses a misspelt key in CONFIG_FILE, naming it and the key meant', async () => {
