@@ -175,6 +175,17 @@ describe('the migration report', () => {
     ]);
   });
 
+  it('counts a configured client under its name however many unnamed callers filled the ledger before it, and those past the cap under "other"', async () => {
+    const junk = Array.from({ length: 10_001 }, (_, i) => hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: `sha256:${i.toString(16).padStart(12, '0')}`, outcome: 'ok' }));
+    const result = await jsonReport([], `${[...junk, ...LINES].join('\n')}\n`);
+    // The unknown caller's schema 1 lines came past the cap too.
+    expect(result.folded).toBe(1 + 15);
+    expect(result.clients.slice(0, 2).map((client) => [client.client, client.calls])).toEqual([
+      ['warehouse-app', 46],
+      ['other', 1 + 15],
+    ]);
+  });
+
   it('gives each operation its replacement and parameter mapping, with the paging profile of CONFIG_FILE', async () => {
     const config = join(dir, 'config.json');
     writeFileSync(config, JSON.stringify({ paging: { profiles: { '/product.searchForProductsOfStore.cp': { pageParam: 'pageNo', sizeParam: 'perPage' } } } }));

@@ -44,7 +44,9 @@ export class HitCollector {
   }
 
   add(hit: LoggedHit): void {
-    const client = this.#ledger.add(hit, hit.time);
+    // A schema 1 line of a fingerprint schema 2 lines have named is a configured client's: never folded.
+    const name = hit.clientFingerprint === null ? this.#names.get(hit.client) : undefined;
+    const client = this.#ledger.add(name === undefined ? hit : { ...hit, client: name, clientLabel: name }, hit.time);
     const day = Math.floor(hit.time / DAY_MS);
     countDay(this.#byOperation, hit.operation, day, 1);
     countDay(this.#byClient, client, day, 1);
@@ -58,11 +60,11 @@ export class HitCollector {
 
   /** Everything gathered, schema 1 fingerprints named as schema 2 lines named them. */
   result(): Collected {
-    const rename = (client: string): string => this.#names.get(client) ?? client;
+    const configuredName = (client: string): string | undefined => this.#names.get(client);
     const byClient: DayCounts = new Map();
-    for (const [client, days] of this.#byClient) for (const [day, calls] of days) countDay(byClient, rename(client), day, calls);
+    for (const [client, days] of this.#byClient) for (const [day, calls] of days) countDay(byClient, configuredName(client) ?? client, day, calls);
     return {
-      ledger: mergeLedgers([this.#ledger], rename),
+      ledger: mergeLedgers([this.#ledger], configuredName),
       byOperation: this.#byOperation,
       byClient,
       cards: this.#cards,

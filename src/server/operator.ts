@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { HitRecorder } from '../deprecation/hits.js';
-import { ledgerJson } from '../migration/ledger.js';
+import { ledgerPage } from '../migration/ledger.js';
 import type { Readiness } from './health.js';
 
 export interface OperatorOptions {
@@ -24,5 +24,8 @@ export async function operatorRoutes(fastify: FastifyInstance, { hits, readiness
     reply.header('content-type', hits.registry.contentType);
     return hits.registry.metrics();
   });
-  fastify.get('/ledger', async () => ledgerJson(hits.ledger));
+  fastify.get('/ledger', async (request, reply) => {
+    const { status, body } = ledgerPage(hits.ledger, request.query);
+    return reply.code(status).send(body);
+  });
 }
