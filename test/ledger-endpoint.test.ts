@@ -94,7 +94,8 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
 
   beforeAll(async () => {
     upstream = await recordingUpstream(10);
-    const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'silent' } }, { clients: [{ name: 'warehouse-app', apiKeys: ['warehouse-key'] }] });
+    const clients = [{ name: 'warehouse-app', apiKeys: ['warehouse-key'] }];
+    const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'silent' } }, { clients });
     app = await buildApp(config, { logger: pino({ level: 'silent' }) });
     base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
     for (let i = 0; i <= 10_000; i++) app.hits.record(junkHit(i));
@@ -106,7 +107,14 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
     await upstream?.close();
   });
 
-  const ledgerAt = async (path: string): Promise<{ readonly ms: number; readonly status: number; readonly bytes: number; readonly json: unknown }> => {
+  interface Answer {
+    readonly ms: number;
+    readonly status: number;
+    readonly bytes: number;
+    readonly json: unknown;
+  }
+
+  const ledgerAt = async (path: string): Promise<Answer> => {
     const started = performance.now();
     const response = await fetch(`${base}${path}`);
     const text = await response.text();
@@ -116,8 +124,10 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
   it('still counts the configured client, under its name, and the unnamed caller past the cap under "other"', async () => {
     const { json } = await ledgerAt('/ledger?client=warehouse-app');
     expect(json).toMatchObject({ version: 2, folded: 1, total: { entries: 10_002, calls: 10_003 }, matched: { entries: 1, calls: 2 } });
-    expect((json as LedgerJson).entries).toEqual([expect.objectContaining({ client: 'warehouse-app', operation: 'Search', binding: 'httpGet', calls: 2 })]);
-    expect(((await ledgerAt('/ledger?client=other')).json as LedgerJson).entries).toEqual([expect.objectContaining({ client: 'other', calls: 1 })]);
+    const warehouse = expect.objectContaining({ client: 'warehouse-app', operation: 'Search', binding: 'httpGet', calls: 2 });
+    expect((json as LedgerJson).entries).toEqual([warehouse]);
+    const other = (await ledgerAt('/ledger?client=other')).json as LedgerJson;
+    expect(other.entries).toEqual([expect.objectContaining({ client: 'other', calls: 1 })]);
   });
 
   it('answers in well under 50 ms, a page at a time, with the largest callers first', async () => {
@@ -139,7 +149,8 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
     const response = await fetch(`${base}/ledger?limit=all`);
     expect(response.status).toBe(400);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-    expect(await response.json()).toEqual({ statusCode: 400, error: 'Bad Request', message: 'limit must be a whole number from 1 to 1000, got "all"' });
+    const message = 'limit must be a whole number from 1 to 1000, got "all"';
+    expect(await response.json()).toEqual({ statusCode: 400, error: 'Bad Request', message });
     expect(((await ledgerAt('/ledger?offset=1&offset=2')).json as { message: string }).message).toBe('offset is given more than once');
   });
 });

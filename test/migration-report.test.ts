@@ -5,10 +5,12 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerJson } from '../src/migration/ledger.js';
 import type { MigrationReport } from '../src/migration/report.js';
 import { runReport } from '../src/migration/run-report.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
 import { OPERATOR_LINE, hitLine } from './support/hit-log.js';
+import { startRecordedApp } from './support/recorded-app.js';
 
 /**
  * `npm run report` over a log whose numbers are known: plain, gzipped and on stdin, with operator lines
@@ -175,14 +177,37 @@ describe('the migration report', () => {
     ]);
   });
 
-  it('counts a configured client under its name however many unnamed callers filled the ledger before it, and those past the cap under "other"', async () => {
-    const junk = Array.from({ length: 10_001 }, (_, i) => hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: `sha256:${i.toString(16).padStart(12, '0')}`, outcome: 'ok' }));
+  it('counts a configured client under its name however many unnamed callers came first, and those past the cap under "other"', async () => {
+    const junk = Array.from({ length: 10_001 }, (_, i) =>
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: `sha256:${i.toString(16).padStart(12, '0')}`, outcome: 'ok' }),
+    );
     const result = await jsonReport([], `${[...junk, ...LINES].join('\n')}\n`);
-    // The unknown caller's schema 1 lines came past the cap too.
-    expect(result.folded).toBe(1 + 15);
-    expect(result.clients.slice(0, 2).map((client) => [client.client, client.calls])).toEqual([
+    expect(result.folded).toBe(1);
+    expect(result.clients.slice(0, 3).map((client) => [client.client, client.calls])).toEqual([
       ['warehouse-app', 46],
-      ['other', 1 + 15],
+      [UNKNOWN, 15],
+      ['other', 1],
+    ]);
+  });
+
+  it('keeps keyless unknown callers a client of their own, apart from a client named by its address (whose hits say "anonymous")', async () => {
+    const shop = { client: 'shop', fingerprint: 'anonymous', team: 'Shop', contact: 'shop@example.com' };
+    const lines = [
+      hitLine({ time: day(1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+      hitLine({ time: day(1, 1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+      hitLine({ time: day(1, 2), operation: 'Search', binding: 'httpGet', ...shop, outcome: 'ok' }),
+      hitLine({ time: day(1, 3), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+      // A key sent from the shop's addresses is the shop's; sent from elsewhere, it is an unknown caller's.
+      hitLine({ time: day(1, 4), operation: 'Search', binding: 'httpGet', ...shop, fingerprint: UNKNOWN, outcome: 'ok' }),
+      hitLine({ time: day(1, 5), operation: 'Search', binding: 'httpGet', client: UNKNOWN, outcome: 'ok' }),
+      // Schema 1 had no names: its anonymous callers stay anonymous.
+      hitLine({ time: day(1, 6), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok', schema: 1 }),
+    ];
+    const result = await jsonReport([], `${lines.join('\n')}\n`);
+    expect(result.clients.map((client) => [client.client, client.calls, client.team, client.fingerprint])).toEqual([
+      ['anonymous', 4, null, null],
+      ['shop', 2, 'Shop', UNKNOWN],
+      [UNKNOWN, 1, null, null],
     ]);
   });
 
@@ -272,6 +297,58 @@ describe('the migration report', () => {
     const run = spawnSync(process.execPath, ['dist/src/migration/report-cli.js', '--format', 'json'], { input: LOG, encoding: 'utf8' });
     expect(run.status).toBe(0);
     expect((JSON.parse(run.stdout) as MigrationReport).input.hits).toBe(HITS);
+  });
+});
+
+describe('the report over several instances\' logs', () => {
+  it('counts what their live ledgers count, summed: keyless unknown callers apart from the client named by its address', async () => {
+    const clients = [{ name: 'shop', addresses: ['10.20.0.0/16'] }];
+    const instances = await Promise.all([0, 1].map(() => startRecordedApp({ server: { trustProxy: 1 }, clients })));
+    try {
+      // The load balancer in front appends the address it saw: the shop's, or a caller's elsewhere.
+      const search = async (instance: number, from: string, apiKey: string | null): Promise<void> => {
+        const key = apiKey === null ? '' : `&apiKey=${apiKey}`;
+        const headers = { 'x-forwarded-for': from };
+        const response = await fetch(`${instances[instance]!.base}/index.asmx/Search?query=dog${key}`, { headers });
+        await response.text();
+      };
+      for (const [instance, from, apiKey] of [
+        [0, '203.0.113.5', null],
+        [0, '10.20.1.1', null],
+        [0, '203.0.113.5', 'team-key'],
+        [0, '10.20.1.1', 'team-key'],
+        [1, '203.0.113.5', null],
+        [1, '203.0.113.5', null],
+        [1, '10.20.1.1', 'team-key'],
+        [1, '10.20.1.1', null],
+      ] as const)
+        await search(instance, from, apiKey);
+
+      const summed = new Map<string, number>();
+      for (const { base } of instances) {
+        const ledger = (await (await fetch(`${base}/ledger?limit=1000`)).json()) as LedgerJson;
+        for (const { client, operation, binding, calls } of ledger.entries) {
+          const key = `${client} ${operation} ${binding}`;
+          summed.set(key, (summed.get(key) ?? 0) + calls);
+        }
+      }
+      const logs = instances.map((instance, i) => {
+        const file = join(dir, `instance-${i}.log`);
+        writeFileSync(file, instance.lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+        return file;
+      });
+      const reported = new Map<string, number>();
+      for (const { client, operations } of (await jsonReport(logs)).clients) {
+        for (const { operation, bindings } of operations) {
+          for (const { binding, calls } of bindings) reported.set(`${client} ${operation} ${binding}`, calls);
+        }
+      }
+      expect(reported).toEqual(summed);
+      expect(summed.get('anonymous Search httpGet')).toBe(3);
+      expect(summed.get('shop Search httpGet')).toBe(4);
+    } finally {
+      await Promise.all(instances.map((instance) => instance.close()));
+    }
   });
 });
 

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/bindings.js';
-import { Ledger } from '../migration/ledger.js';
+import { ANONYMOUS, Ledger } from '../migration/ledger.js';
 import type { RouteName } from '../migration/routing.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
@@ -56,7 +56,7 @@ export const HIT_SCHEMA_VERSION = 2;
  * of likely keys cannot reverse; without, a plain SHA-256, stable across instances all the same.
  */
 export function clientFingerprint(apiKey: string | null, key: string | null = null): string {
-  if (apiKey === null || apiKey === '') return 'anonymous';
+  if (apiKey === null || apiKey === '') return ANONYMOUS;
   const digest = key === null ? createHash('sha256').update(apiKey) : createHmac('sha256', key).update(apiKey);
   return `${key === null ? 'sha256' : 'hmac'}:${digest.digest('hex').slice(0, 12)}`;
 }

@@ -49,6 +49,13 @@ export interface LedgerEntry {
  */
 export const FOLDED_CLIENT = 'other';
 
+/**
+ * The fingerprint of every call without an apiKey (src/deprecation/hits.ts), and so the client of those
+ * no configured client's address claims. Many callers, but none that a key names: never a fingerprint
+ * to give a configured client's name, though a client named by its address has it in its hits too.
+ */
+export const ANONYMOUS = 'anonymous';
+
 /** Entries of unnamed callers (client × operation × binding) a ledger holds before it folds new ones. */
 export const DEFAULT_MAX_ENTRIES = 10_000;
 
@@ -65,6 +72,8 @@ interface MutableEntry {
 }
 
 const keyOf = (client: string, operation: string, binding: string): string => `${client}\u0000${operation}\u0000${binding}`;
+
+const noCalls = (): Record<Outcome, number> => ({ ok: 0, fault: 0, shed: 0, refused: 0 });
 
 const later = (a: Example | null, b: Example | null): Example | null => (a === null || (b !== null && b.at >= a.at) ? b : a);
 
@@ -90,10 +99,11 @@ export class Ledger {
   /** Counts a hit made at `at` (epoch ms); returns the client it was counted under. */
   add(hit: LedgerHit, at: number): string {
     const successor = hit.outcome === 'ok' && typeof hit.successor === 'string' ? { at, successor: hit.successor } : null;
-    const outcomes = { ok: 0, fault: 0, shed: 0, refused: 0, [hit.outcome]: 1 };
+    const outcomes = { ...noCalls(), [hit.outcome]: 1 };
     // A configured client's label is its name; everyone else's is `other`.
     const configured = hit.clientLabel === hit.client;
-    return this.absorb({ client: hit.client, configured, operation: hit.operation, binding: hit.binding, firstSeen: at, lastSeen: at, calls: 1, outcomes, example: successor });
+    const { client, operation, binding } = hit;
+    return this.absorb({ client, configured, operation, binding, firstSeen: at, lastSeen: at, calls: 1, outcomes, example: successor });
   }
 
   /** Counts a whole entry of another ledger (see mergeLedgers); returns the client it was counted under. */
@@ -111,7 +121,7 @@ export class Ledger {
     return [...this.#entries.values()].map((entry) => ({ ...entry, outcomes: { ...entry.outcomes } }));
   }
 
-  /** The entry counting `entry`'s client, operation and binding; FOLDED_CLIENT's for a new unnamed caller when the ledger is full. */
+  /** The entry that counts `entry`'s client, operation and binding: FOLDED_CLIENT's for a new unnamed caller when full. */
   #entryFor({ client, configured, operation, binding, calls }: LedgerEntry): MutableEntry {
     const known = this.#entries.get(keyOf(client, operation, binding));
     if (known !== undefined) return known;
@@ -125,20 +135,31 @@ export class Ledger {
   }
 
   #created(client: string, configured: boolean, operation: string, binding: string): MutableEntry {
-    const created: MutableEntry = { client, configured, operation, binding, firstSeen: Infinity, lastSeen: -Infinity, calls: 0, outcomes: { ok: 0, fault: 0, shed: 0, refused: 0 }, example: null };
+    const created: MutableEntry = {
+      client,
+      configured,
+      operation,
+      binding,
+      firstSeen: Infinity,
+      lastSeen: -Infinity,
+      calls: 0,
+      outcomes: noCalls(),
+      example: null,
+    };
     this.#entries.set(keyOf(client, operation, binding), created);
     return created;
   }
 }
 
 /**
- * The ledger of all the hits of `ledgers` (e.g. one per instance), with the first one's cap.
- * `configuredName` gives a fingerprint the name of the configured client it belongs to, if any: the
- * report names a schema 1 fingerprint as schema 2 lines named it. Entries that come to share a key
- * merge; calls folded anywhere stay folded.
+ * The ledger of all the hits of `ledgers` (e.g. one per instance): its cap the sum of theirs, so that
+ * nothing more is folded than each had folded. `configuredName` gives a fingerprint the name of the
+ * configured client it belongs to, if any: the report names a schema 1 fingerprint as schema 2 lines
+ * named it. Entries that come to share a key merge.
  */
-export function mergeLedgers(ledgers: readonly [Ledger, ...Ledger[]], configuredName: (client: string) => string | undefined = () => undefined): Ledger {
-  const merged = new Ledger(ledgers[0].maxEntries, ledgers.reduce((sum, ledger) => sum + ledger.folded, 0));
+export function mergeLedgers(ledgers: readonly Ledger[], configuredName: (client: string) => string | undefined = () => undefined): Ledger {
+  const sum = (count: (ledger: Ledger) => number): number => ledgers.reduce((total, ledger) => total + count(ledger), 0);
+  const merged = new Ledger(sum((ledger) => ledger.maxEntries), sum((ledger) => ledger.folded));
   for (const ledger of ledgers) {
     for (const entry of ledger.entries()) {
       const name = configuredName(entry.client);
@@ -226,7 +247,10 @@ export function ledgerJson(ledger: Ledger, { client, offset, limit }: LedgerQuer
   };
 }
 
-const totalsOf = (entries: readonly LedgerEntry[]): LedgerTotals => ({ entries: entries.length, calls: entries.reduce((sum, entry) => sum + entry.calls, 0) });
+const totalsOf = (entries: readonly LedgerEntry[]): LedgerTotals => ({
+  entries: entries.length,
+  calls: entries.reduce((sum, entry) => sum + entry.calls, 0),
+});
 
 /** As fastify words its own refusals. */
 export interface BadRequest {
@@ -240,7 +264,8 @@ export type LedgerAnswer = { readonly status: 200; readonly body: LedgerJson } |
 /** What `GET /ledger` answers to `query` (the query string, parsed): a page of the ledger, or 400 and why. */
 export function ledgerPage(ledger: Ledger, query: unknown): LedgerAnswer {
   const parsed = ledgerQuery(query);
-  return typeof parsed === 'string' ? { status: 400, body: { statusCode: 400, error: 'Bad Request', message: parsed } } : { status: 200, body: ledgerJson(ledger, parsed) };
+  if (typeof parsed === 'string') return { status: 400, body: { statusCode: 400, error: 'Bad Request', message: parsed } };
+  return { status: 200, body: ledgerJson(ledger, parsed) };
 }
 
 const QUERY_PARAMETERS = ['client', 'limit', 'offset'];

@@ -10,7 +10,10 @@ export interface HitFields {
   readonly client: string;
   readonly outcome: string;
   readonly schema?: 1 | 2;
-  /** Schema 2: a configured client's fingerprint (`anonymous` when it sent no apiKey), team and contact; without it, a caller the table does not name. */
+  /**
+   * Schema 2: a configured client's fingerprint (`anonymous` when it sent no apiKey), team and contact;
+   * without a fingerprint, the line is a caller's the table does not name.
+   */
   readonly fingerprint?: string;
   readonly team?: string;
   readonly contact?: string;
