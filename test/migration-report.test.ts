@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,14 +62,15 @@ interface Run {
   readonly stderr: string;
 }
 
-async function report(args: readonly string[], stdin: string | Buffer = '', env: NodeJS.ProcessEnv = {}): Promise<Run> {
+async function report(args: readonly string[], stdin: string | Buffer | Readable = '', env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   stdout.on('data', (chunk: Buffer) => out.push(chunk));
   stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  const code = await runReport({ args, env, stdin: Readable.from([Buffer.from(stdin)]), stdout, stderr });
+  const input = stdin instanceof Readable ? stdin : Readable.from([Buffer.from(stdin)]);
+  const code = await runReport({ args, env, stdin: input, stdout, stderr });
   return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
 }
 
@@ -269,6 +271,62 @@ describe('the migration report', () => {
     expect(result.input.skipped[0]?.reason).toBe('a hit with operation "Op0"');
     expect(result.input.skipped[1]?.reason).toBe('a hit with binding "b1"');
     expect(result.perDay.byOperation.map((series) => series.name)).toEqual(['Search', 'ProductLookup', 'StoreLookupPaged']);
+  });
+
+  it('skips a line longer than the longest string V8 holds as malformed, never holding it, and reads on', async () => {
+    const mib = Buffer.alloc(1024 * 1024, 'x');
+    const overlong = constants.MAX_STRING_LENGTH + 1;
+    async function* log(): AsyncGenerator<Buffer> {
+      yield Buffer.from(`${LINES[0]}\n`);
+      for (let sent = 0; sent < overlong; sent += mib.length) yield mib.subarray(0, Math.min(mib.length, overlong - sent));
+      yield Buffer.from(`\n${LOG}`);
+    }
+    const run = await report(['--format', 'json'], Readable.from(log(), { objectMode: false }));
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout) as MigrationReport;
+    expect(result.input).toMatchObject({ lines: 2 + LINES.length, hits: 1 + HITS, malformed: 2 });
+    expect(result.input.skipped[0]).toEqual({ source: '-', line: 2, reason: 'a line longer than 1 MiB' });
+  });
+
+  it('charts the last 366 days of the log, and says which days and how many calls it left out, in every format', async () => {
+    // Two stray times a century apart, around the log's twenty days.
+    const stray = (time: string): string => hitLine({ time, operation: 'Search', binding: 'soap11', client: UNKNOWN, outcome: 'ok' });
+    const log = `${[stray('2000-01-01T00:00:00.000Z'), ...LINES, stray('2099-12-31T23:00:00.000Z')].join('\n')}\n`;
+    const result = await jsonReport([], log);
+    expect(result.period).toEqual({ from: '2000-01-01T00:00:00.000Z', to: '2099-12-31T23:00:00.000Z' });
+    expect(result.days).toHaveLength(366);
+    expect(result.days[0]).toBe('2098-12-31');
+    expect(result.perDay.byOperation.every((series) => series.counts.length === 366)).toBe(true);
+    expect(result.uncharted).toEqual({ from: '2000-01-01', to: '2098-12-30', days: 36_159, calls: 1 + HITS });
+    const leftOut = 'Calls per day cover the last 366 days; the 36,159 days before, 2000-01-01 to 2098-12-30, with 62 calls, are counted in the totals only.';
+    const table = await report([], log);
+    expect(table.stdout).toContain(leftOut);
+    expect(table.stdout.split('\n')[0]).toMatch(/\(36,525 days\)$/);
+    const html = await report(['--format', 'html'], log);
+    expect(html.stdout).toContain(leftOut);
+    expect(html.stdout.length).toBeLessThan(1_000_000);
+  });
+
+  it('writes no control character from a log line raw: a terminal would take ESC, OSC or CSI sequences as commands', async () => {
+    const hostile = { client: 'evil\x1b]0;pwned\x07app', fingerprint: 'sha256:\x9b2J', team: 'Team\x1b[2J', contact: 'a\u0085b\x7fc\td\ne' };
+    const lines = [
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', ...hostile, outcome: 'ok', successor: '/product.search.cp?v=3&query=\x1b[31mred' }),
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'sha256:\x1bP+q\x1b\\', outcome: 'ok' }),
+    ];
+    const log = `${lines.join('\n')}\n`;
+    const controls = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+    const table = await report([], log);
+    expect(table.stdout).not.toMatch(controls);
+    expect(table.stdout).toContain('evil\\x1b]0;pwned\\x07app · Team\\x1b[2J · a\\x85b\\x7fc\\x09d\\x0ae · sha256:\\x9b2J');
+    expect(table.stdout).toContain('Search → /product.search.cp?v=3&query=\\x1b[31mred');
+    const html = await report(['--format', 'html'], log);
+    expect(html.stdout).not.toMatch(controls);
+    const json = await report(['--format', 'json'], log);
+    expect(json.stdout).not.toMatch(controls);
+    // The JSON still says what the log said, escaped as JSON escapes it.
+    const result = JSON.parse(json.stdout) as MigrationReport;
+    expect(result.clients.map((client) => client.client).sort()).toEqual(['evil\x1b]0;pwned\x07app', 'sha256:\x1bP+q\x1b\\']);
+    expect(result.clients.find((client) => client.team !== null)).toMatchObject({ fingerprint: hostile.fingerprint, contact: hostile.contact });
   });
 
   it('prints a plain-text table by default, without escapes when stdout is no terminal', async () => {
