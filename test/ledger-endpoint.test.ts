@@ -1,8 +1,13 @@
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientFingerprint } from '../src/deprecation/hits.js';
+import { loadConfig } from '../src/config.js';
+import { clientFingerprint, type DeprecationHit } from '../src/deprecation/hits.js';
 import type { LedgerJson } from '../src/migration/ledger.js';
 import type { Running } from '../src/main.js';
+import { buildApp, type App } from '../src/server/app.js';
+import { recordingUpstream } from './support/pages.js';
 import { startProxy } from './support/proxy.js';
+import type { StubUpstream } from './support/stub-upstream.js';
 import { SERVICE_NAMESPACE, SOAP11_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
 
 /** `GET /ledger`: the live ledger of one instance, fed by every hit it records. */
@@ -53,5 +58,99 @@ describe('GET /ledger', () => {
       expect(Date.parse(entry.lastSeen)).toBeGreaterThanOrEqual(Date.parse(entry.firstSeen));
       expect(Date.parse(entry.lastSeen)).toBeLessThanOrEqual(Date.now());
     }
+  });
+});
+
+describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured client', () => {
+  let upstream: StubUpstream;
+  let app: App;
+  let base: string;
+
+  /** A caller's call as the hit recorder gets it, with a successor as long as one can be (2,000 characters). */
+  const junkHit = (i: number): DeprecationHit => {
+    const fingerprint = `sha256:${i.toString(16).padStart(12, '0')}`;
+    return {
+      requestId: `request-${i}`,
+      operation: 'Search',
+      binding: 'httpGet',
+      client: fingerprint,
+      clientLabel: 'other',
+      clientFingerprint: fingerprint,
+      team: null,
+      contact: null,
+      legacyVersion: null,
+      replacement: '/product.search.cp',
+      successor: `/product.search.cp?v=3&query=${'x'.repeat(1970)}`,
+      route: 'translated',
+      outcome: 'ok',
+      reason: null,
+      status: 200,
+      durationMs: 1,
+      upstreamRequests: 1,
+      remoteAddress: '203.0.113.5',
+      userAgent: null,
+    };
+  };
+
+  beforeAll(async () => {
+    upstream = await recordingUpstream(10);
+    const clients = [{ name: 'warehouse-app', apiKeys: ['warehouse-key'] }];
+    const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'silent' } }, { clients });
+    app = await buildApp(config, { logger: pino({ level: 'silent' }) });
+    base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    for (let i = 0; i <= 10_000; i++) app.hits.record(junkHit(i));
+    for (const query of ['dog', 'cat']) await (await fetch(`${base}/index.asmx/Search?query=${query}&apiKey=warehouse-key`)).text();
+  });
+
+  afterAll(async () => {
+    await app?.fastify.close();
+    await upstream?.close();
+  });
+
+  interface Answer {
+    readonly ms: number;
+    readonly status: number;
+    readonly bytes: number;
+    readonly json: unknown;
+  }
+
+  const ledgerAt = async (path: string): Promise<Answer> => {
+    const started = performance.now();
+    const response = await fetch(`${base}${path}`);
+    const text = await response.text();
+    return { ms: performance.now() - started, status: response.status, bytes: Buffer.byteLength(text), json: JSON.parse(text) };
+  };
+
+  it('still counts the configured client, under its name, and the unnamed caller past the cap under "other"', async () => {
+    const { json } = await ledgerAt('/ledger?client=warehouse-app');
+    expect(json).toMatchObject({ version: 2, folded: 1, total: { entries: 10_002, calls: 10_003 }, matched: { entries: 1, calls: 2 } });
+    const warehouse = expect.objectContaining({ client: 'warehouse-app', operation: 'Search', binding: 'httpGet', calls: 2 });
+    expect((json as LedgerJson).entries).toEqual([warehouse]);
+    const other = (await ledgerAt('/ledger?client=other')).json as LedgerJson;
+    expect(other.entries).toEqual([expect.objectContaining({ client: 'other', calls: 1 })]);
+  });
+
+  it('answers in well under 50 ms, a page at a time, with the largest callers first', async () => {
+    const runs = [];
+    for (let i = 0; i < 7; i++) runs.push(await ledgerAt('/ledger'));
+    const median = runs.map((run) => run.ms).sort((a, b) => a - b)[3] ?? Infinity;
+    expect(median).toBeLessThan(50);
+    const first = runs[0]!;
+    expect(first.status).toBe(200);
+    expect(first.bytes).toBeLessThan(300_000);
+    expect(first.json).toMatchObject({ limit: 100, nextOffset: 100, matched: { entries: 10_002 } });
+    expect((first.json as LedgerJson).entries[0]).toMatchObject({ client: 'warehouse-app', calls: 2 });
+    const page = (await ledgerAt('/ledger?limit=3&offset=10000')).json as LedgerJson;
+    expect(page.entries).toHaveLength(2);
+    expect(page.nextOffset).toBeNull();
+  });
+
+  it('refuses a bad query with 400 and a JSON message that says what is wrong', async () => {
+    const response = await fetch(`${base}/ledger?limit=all`);
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const message = 'limit must be a whole number from 1 to 1000, got "all"';
+    expect(await response.json()).toEqual({ statusCode: 400, error: 'Bad Request', message });
+    expect(((await ledgerAt('/ledger?offset=1&offset=2')).json as { message: string }).message).toBe('offset is given more than once');
   });
 });

@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -5,10 +6,12 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerJson } from '../src/migration/ledger.js';
 import type { MigrationReport } from '../src/migration/report.js';
 import { runReport } from '../src/migration/run-report.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
 import { OPERATOR_LINE, hitLine } from './support/hit-log.js';
+import { startRecordedApp } from './support/recorded-app.js';
 
 /**
  * `npm run report` over a log whose numbers are known: plain, gzipped and on stdin, with operator lines
@@ -59,14 +62,15 @@ interface Run {
   readonly stderr: string;
 }
 
-async function report(args: readonly string[], stdin: string | Buffer = '', env: NodeJS.ProcessEnv = {}): Promise<Run> {
+async function report(args: readonly string[], stdin: string | Buffer | Readable = '', env: NodeJS.ProcessEnv = {}): Promise<Run> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   stdout.on('data', (chunk: Buffer) => out.push(chunk));
   stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  const code = await runReport({ args, env, stdin: Readable.from([Buffer.from(stdin)]), stdout, stderr });
+  const input = stdin instanceof Readable ? stdin : Readable.from([Buffer.from(stdin)]);
+  const code = await runReport({ args, env, stdin: input, stdout, stderr });
   return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
 }
 
@@ -175,6 +179,40 @@ describe('the migration report', () => {
     ]);
   });
 
+  it('counts a configured client under its name however many unnamed callers came first, and those past the cap under "other"', async () => {
+    const junk = Array.from({ length: 10_001 }, (_, i) =>
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: `sha256:${i.toString(16).padStart(12, '0')}`, outcome: 'ok' }),
+    );
+    const result = await jsonReport([], `${[...junk, ...LINES].join('\n')}\n`);
+    expect(result.folded).toBe(1);
+    expect(result.clients.slice(0, 3).map((client) => [client.client, client.calls])).toEqual([
+      ['warehouse-app', 46],
+      [UNKNOWN, 15],
+      ['other', 1],
+    ]);
+  });
+
+  it('keeps keyless unknown callers a client of their own, apart from a client named by its address (whose hits say "anonymous")', async () => {
+    const shop = { client: 'shop', fingerprint: 'anonymous', team: 'Shop', contact: 'shop@example.com' };
+    const lines = [
+      hitLine({ time: day(1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+      hitLine({ time: day(1, 1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+      hitLine({ time: day(1, 2), operation: 'Search', binding: 'httpGet', ...shop, outcome: 'ok' }),
+      hitLine({ time: day(1, 3), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+      // A key sent from the shop's addresses is the shop's; sent from elsewhere, it is an unknown caller's.
+      hitLine({ time: day(1, 4), operation: 'Search', binding: 'httpGet', ...shop, fingerprint: UNKNOWN, outcome: 'ok' }),
+      hitLine({ time: day(1, 5), operation: 'Search', binding: 'httpGet', client: UNKNOWN, outcome: 'ok' }),
+      // Schema 1 had no names: its anonymous callers stay anonymous.
+      hitLine({ time: day(1, 6), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok', schema: 1 }),
+    ];
+    const result = await jsonReport([], `${lines.join('\n')}\n`);
+    expect(result.clients.map((client) => [client.client, client.calls, client.team, client.fingerprint])).toEqual([
+      ['anonymous', 4, null, null],
+      ['shop', 2, 'Shop', UNKNOWN],
+      [UNKNOWN, 1, null, null],
+    ]);
+  });
+
   it('gives each operation its replacement and parameter mapping, with the paging profile of CONFIG_FILE', async () => {
     const config = join(dir, 'config.json');
     writeFileSync(config, JSON.stringify({ paging: { profiles: { '/product.searchForProductsOfStore.cp': { pageParam: 'pageNo', sizeParam: 'perPage' } } } }));
@@ -235,6 +273,62 @@ describe('the migration report', () => {
     expect(result.perDay.byOperation.map((series) => series.name)).toEqual(['Search', 'ProductLookup', 'StoreLookupPaged']);
   });
 
+  it('skips a line longer than the longest string V8 holds as malformed, never holding it, and reads on', async () => {
+    const mib = Buffer.alloc(1024 * 1024, 'x');
+    const overlong = constants.MAX_STRING_LENGTH + 1;
+    async function* log(): AsyncGenerator<Buffer> {
+      yield Buffer.from(`${LINES[0]}\n`);
+      for (let sent = 0; sent < overlong; sent += mib.length) yield mib.subarray(0, Math.min(mib.length, overlong - sent));
+      yield Buffer.from(`\n${LOG}`);
+    }
+    const run = await report(['--format', 'json'], Readable.from(log(), { objectMode: false }));
+    expect(run.code).toBe(0);
+    const result = JSON.parse(run.stdout) as MigrationReport;
+    expect(result.input).toMatchObject({ lines: 2 + LINES.length, hits: 1 + HITS, malformed: 2 });
+    expect(result.input.skipped[0]).toEqual({ source: '-', line: 2, reason: 'a line longer than 1 MiB' });
+  });
+
+  it('charts the last 366 days of the log, and says which days and how many calls it left out, in every format', async () => {
+    // Two stray times a century apart, around the log's twenty days.
+    const stray = (time: string): string => hitLine({ time, operation: 'Search', binding: 'soap11', client: UNKNOWN, outcome: 'ok' });
+    const log = `${[stray('2000-01-01T00:00:00.000Z'), ...LINES, stray('2099-12-31T23:00:00.000Z')].join('\n')}\n`;
+    const result = await jsonReport([], log);
+    expect(result.period).toEqual({ from: '2000-01-01T00:00:00.000Z', to: '2099-12-31T23:00:00.000Z' });
+    expect(result.days).toHaveLength(366);
+    expect(result.days[0]).toBe('2098-12-31');
+    expect(result.perDay.byOperation.every((series) => series.counts.length === 366)).toBe(true);
+    expect(result.uncharted).toEqual({ from: '2000-01-01', to: '2098-12-30', days: 36_159, calls: 1 + HITS });
+    const leftOut = 'Calls per day cover the last 366 days; the 36,159 days before, 2000-01-01 to 2098-12-30, with 62 calls, are counted in the totals only.';
+    const table = await report([], log);
+    expect(table.stdout).toContain(leftOut);
+    expect(table.stdout.split('\n')[0]).toMatch(/\(36,525 days\)$/);
+    const html = await report(['--format', 'html'], log);
+    expect(html.stdout).toContain(leftOut);
+    expect(html.stdout.length).toBeLessThan(1_000_000);
+  });
+
+  it('writes no control character from a log line raw: a terminal would take ESC, OSC or CSI sequences as commands', async () => {
+    const hostile = { client: 'evil\x1b]0;pwned\x07app', fingerprint: 'sha256:\x9b2J', team: 'Team\x1b[2J', contact: 'a\u0085b\x7fc\td\ne' };
+    const lines = [
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', ...hostile, outcome: 'ok', successor: '/product.search.cp?v=3&query=\x1b[31mred' }),
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'sha256:\x1bP+q\x1b\\', outcome: 'ok' }),
+    ];
+    const log = `${lines.join('\n')}\n`;
+    const controls = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+    const table = await report([], log);
+    expect(table.stdout).not.toMatch(controls);
+    expect(table.stdout).toContain('evil\\x1b]0;pwned\\x07app · Team\\x1b[2J · a\\x85b\\x7fc\\x09d\\x0ae · sha256:\\x9b2J');
+    expect(table.stdout).toContain('Search → /product.search.cp?v=3&query=\\x1b[31mred');
+    const html = await report(['--format', 'html'], log);
+    expect(html.stdout).not.toMatch(controls);
+    const json = await report(['--format', 'json'], log);
+    expect(json.stdout).not.toMatch(controls);
+    // The JSON still says what the log said, escaped as JSON escapes it.
+    const result = JSON.parse(json.stdout) as MigrationReport;
+    expect(result.clients.map((client) => client.client).sort()).toEqual(['evil\x1b]0;pwned\x07app', 'sha256:\x1bP+q\x1b\\']);
+    expect(result.clients.find((client) => client.team !== null)).toMatchObject({ fingerprint: hostile.fingerprint, contact: hostile.contact });
+  });
+
   it('prints a plain-text table by default, without escapes when stdout is no terminal', async () => {
     const run = await report([plainFile]);
     expect(run.code).toBe(0);
@@ -261,6 +355,58 @@ describe('the migration report', () => {
     const run = spawnSync(process.execPath, ['dist/src/migration/report-cli.js', '--format', 'json'], { input: LOG, encoding: 'utf8' });
     expect(run.status).toBe(0);
     expect((JSON.parse(run.stdout) as MigrationReport).input.hits).toBe(HITS);
+  });
+});
+
+describe('the report over several instances\' logs', () => {
+  it('counts what their live ledgers count, summed: keyless unknown callers apart from the client named by its address', async () => {
+    const clients = [{ name: 'shop', addresses: ['10.20.0.0/16'] }];
+    const instances = await Promise.all([0, 1].map(() => startRecordedApp({ server: { trustProxy: 1 }, clients })));
+    try {
+      // The load balancer in front appends the address it saw: the shop's, or a caller's elsewhere.
+      const search = async (instance: number, from: string, apiKey: string | null): Promise<void> => {
+        const key = apiKey === null ? '' : `&apiKey=${apiKey}`;
+        const headers = { 'x-forwarded-for': from };
+        const response = await fetch(`${instances[instance]!.base}/index.asmx/Search?query=dog${key}`, { headers });
+        await response.text();
+      };
+      for (const [instance, from, apiKey] of [
+        [0, '203.0.113.5', null],
+        [0, '10.20.1.1', null],
+        [0, '203.0.113.5', 'team-key'],
+        [0, '10.20.1.1', 'team-key'],
+        [1, '203.0.113.5', null],
+        [1, '203.0.113.5', null],
+        [1, '10.20.1.1', 'team-key'],
+        [1, '10.20.1.1', null],
+      ] as const)
+        await search(instance, from, apiKey);
+
+      const summed = new Map<string, number>();
+      for (const { base } of instances) {
+        const ledger = (await (await fetch(`${base}/ledger?limit=1000`)).json()) as LedgerJson;
+        for (const { client, operation, binding, calls } of ledger.entries) {
+          const key = `${client} ${operation} ${binding}`;
+          summed.set(key, (summed.get(key) ?? 0) + calls);
+        }
+      }
+      const logs = instances.map((instance, i) => {
+        const file = join(dir, `instance-${i}.log`);
+        writeFileSync(file, instance.lines.map((line) => `${JSON.stringify(line)}\n`).join(''));
+        return file;
+      });
+      const reported = new Map<string, number>();
+      for (const { client, operations } of (await jsonReport(logs)).clients) {
+        for (const { operation, bindings } of operations) {
+          for (const { binding, calls } of bindings) reported.set(`${client} ${operation} ${binding}`, calls);
+        }
+      }
+      expect(reported).toEqual(summed);
+      expect(summed.get('anonymous Search httpGet')).toBe(3);
+      expect(summed.get('shop Search httpGet')).toBe(4);
+    } finally {
+      await Promise.all(instances.map((instance) => instance.close()));
+    }
   });
 });
 

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/bindings.js';
-import { Ledger } from '../migration/ledger.js';
+import { ANONYMOUS, Ledger } from '../migration/ledger.js';
 import type { RouteName } from '../migration/routing.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
@@ -60,7 +60,7 @@ const PROCESS_KEY = randomBytes(32).toString('hex');
 
 /** Names a caller without its key: an HMAC with `key` (deprecation.clientIdKey), else the process's own. */
 export function clientFingerprint(apiKey: string | null, key: string | null = null): string {
-  if (apiKey === null || apiKey === '') return 'anonymous';
+  if (apiKey === null || apiKey === '') return ANONYMOUS;
   return `hmac:${createHmac('sha256', key ?? PROCESS_KEY).update(apiKey).digest('hex').slice(0, 12)}`;
 }
 

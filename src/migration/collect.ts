@@ -1,5 +1,5 @@
 import type { LoggedHit } from './hit-line.js';
-import { Ledger, mergeLedgers } from './ledger.js';
+import { ANONYMOUS, Ledger, mergeLedgers } from './ledger.js';
 
 /**
  * What the report gathers from the hits, one at a time: the ledger, calls per day (per operation and
@@ -30,10 +30,18 @@ export interface Collected {
 }
 
 export class HitCollector {
+  /** Schema 2 lines, counted as the live ledgers count them, and schema 1 lines of fingerprints they had named. */
   readonly #ledger: Ledger;
-  readonly #byOperation: DayCounts = new Map();
   readonly #byClient: DayCounts = new Map();
-  /** Schema 2 names configured clients; schema 1 lines name the same caller by its fingerprint. */
+  /**
+   * Schema 1 lines of fingerprints no schema 2 line had named yet, named once every line is in. Apart
+   * from #ledger: a key sent from a configured client's addresses makes its fingerprint that client's
+   * in schema 2, and the same key's calls from elsewhere, an unnamed caller's, must stay theirs.
+   */
+  readonly #schema1: Ledger;
+  readonly #bySchema1Client: DayCounts = new Map();
+  readonly #byOperation: DayCounts = new Map();
+  /** A configured client's name by the fingerprint of a key it sent (schema 2), as schema 1 lines name it. */
   readonly #names = new Map<string, string>();
   readonly #cards = new Map<string, ClientCard>();
   #from = Infinity;
@@ -41,28 +49,40 @@ export class HitCollector {
 
   constructor(maxEntries?: number) {
     this.#ledger = new Ledger(maxEntries);
+    this.#schema1 = new Ledger(maxEntries);
   }
 
   add(hit: LoggedHit): void {
-    const client = this.#ledger.add(hit, hit.time);
+    // A configured client's label is its name, everyone else's `other`; schema 1 lines have none.
+    if (hit.clientLabel === hit.client && hit.clientFingerprint !== null) {
+      const fingerprint = hit.clientFingerprint === ANONYMOUS ? null : hit.clientFingerprint;
+      if (fingerprint !== null) this.#names.set(fingerprint, hit.client);
+      this.#cards.set(hit.client, { fingerprint, team: hit.team, contact: hit.contact });
+    }
+    const schema1 = hit.clientFingerprint === null;
+    // A schema 1 line of a fingerprint already named is that configured client's, so never folded.
+    const name = schema1 ? this.#names.get(hit.client) : undefined;
+    const unnamedSchema1 = schema1 && name === undefined;
+    const counted = name === undefined ? hit : { ...hit, client: name, clientLabel: name };
+    const client = (unnamedSchema1 ? this.#schema1 : this.#ledger).add(counted, hit.time);
     const day = Math.floor(hit.time / DAY_MS);
+    countDay(unnamedSchema1 ? this.#bySchema1Client : this.#byClient, client, day, 1);
     countDay(this.#byOperation, hit.operation, day, 1);
-    countDay(this.#byClient, client, day, 1);
     if (hit.time < this.#from) this.#from = hit.time;
     if (hit.time > this.#to) this.#to = hit.time;
-    if (hit.clientFingerprint !== null && hit.clientFingerprint !== hit.client) {
-      this.#names.set(hit.clientFingerprint, hit.client);
-      this.#cards.set(hit.client, { fingerprint: hit.clientFingerprint, team: hit.team, contact: hit.contact });
-    }
   }
 
   /** Everything gathered, schema 1 fingerprints named as schema 2 lines named them. */
   result(): Collected {
-    const rename = (client: string): string => this.#names.get(client) ?? client;
+    const configuredName = (client: string): string | undefined => this.#names.get(client);
     const byClient: DayCounts = new Map();
-    for (const [client, days] of this.#byClient) for (const [day, calls] of days) countDay(byClient, rename(client), day, calls);
+    for (const [client, days] of this.#byClient) for (const [day, calls] of days) countDay(byClient, client, day, calls);
+    for (const [client, days] of this.#bySchema1Client) {
+      for (const [day, calls] of days) countDay(byClient, configuredName(client) ?? client, day, calls);
+    }
     return {
-      ledger: mergeLedgers([this.#ledger], rename),
+      // With the caps of both: what either folded stays folded, and nothing more is.
+      ledger: mergeLedgers([this.#ledger, mergeLedgers([this.#schema1], configuredName)]),
       byOperation: this.#byOperation,
       byClient,
       cards: this.#cards,

@@ -1,4 +1,4 @@
-import type { ClientReport, InputSummary, OperationReport, Trend } from './report.js';
+import type { ClientReport, InputSummary, MigrationReport, OperationReport, Trend } from './report.js';
 
 /** The words and numbers the table and the HTML page share, so that both say the same thing. */
 
@@ -46,4 +46,29 @@ export function inputText(input: InputSummary): string[] {
     `Read ${read.join(', ')}: ${formatCount(input.hits)} hits, ${formatCount(input.otherLines)} other lines, ${formatCount(input.malformed)} malformed lines skipped.`,
     ...(skipped.length === 0 ? [] : [`Skipped: ${skipped.join('; ')}${input.malformed > skipped.length ? '; …' : ''}`]),
   ];
+}
+
+/** `2026-11-01 08:00 to 2026-11-20 08:45 UTC (20 days)`: every day from the first hit to the last, charted or not. */
+export function periodText({ period, days, uncharted }: MigrationReport): string {
+  if (period === null) return 'no hits';
+  return `${formatTime(period.from)} to ${formatTime(period.to)} UTC (${countOf(days.length + (uncharted?.days ?? 0), 'day')})`;
+}
+
+/** What the charts leave out (report.ts, CHARTED_DAYS), if anything. */
+export function unchartedText({ uncharted, days }: MigrationReport): string[] {
+  if (uncharted === null) return [];
+  const before = `${countOf(uncharted.days, 'day')} before, ${uncharted.from} to ${uncharted.to}, with ${countOf(uncharted.calls, 'call')}`;
+  return [`Calls per day cover the last ${countOf(days.length, 'day')}; the ${before}, are counted in the totals only.`];
+}
+
+/** C0 and C1 controls and DEL: written raw to a terminal, ESC, OSC or CSI from a log line would be commands to it. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** `text` with each control character written out as `\xHH`: visible, and inert. */
+const printable = (text: string): string => text.replace(CONTROL, (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`);
+
+/** The report with every text printable: what came from the logs (names, teams, contacts, examples) may hold anything. */
+export function printableReport(report: MigrationReport): MigrationReport {
+  const printableText = (_key: string, value: unknown): unknown => (typeof value === 'string' ? printable(value) : value);
+  return JSON.parse(JSON.stringify(report), printableText) as MigrationReport;
 }

@@ -4,13 +4,15 @@ import { OUTCOMES, type LedgerHit, type Outcome } from './ledger.js';
 
 /**
  * One line of a hit log, read. The hits share their file with other lines (operator warnings, start-up
- * lines), and schema 1 lines lack what schema 2 added (`clientFingerprint`, `team`, `contact`,
- * `successor`): both are read, and a line that is neither JSON nor a complete hit is named, not fatal.
+ * lines), and schema 1 lines lack what schema 2 added (`clientLabel`, `clientFingerprint`, `team`,
+ * `contact`, `successor`): both are read, and a line that is neither JSON nor a complete hit is named, not fatal.
  */
 
 export interface LoggedHit extends LedgerHit {
   /** Epoch milliseconds. */
   readonly time: number;
+  /** Schema 2: a configured client's name, else `other`; null in schema 1. */
+  readonly clientLabel: string | null;
   /** Schema 2: the fingerprint behind a configured client's name; null in schema 1, where `client` is it. */
   readonly clientFingerprint: string | null;
   readonly team: string | null;
@@ -53,6 +55,7 @@ export function readHitLine(line: string): ReadLine {
     hit: {
       time,
       client: fields.client as string,
+      clientLabel: textOrNull(fields.clientLabel),
       operation: fields.operation as string,
       binding: fields.binding as string,
       outcome: fields.outcome as Outcome,

@@ -1,6 +1,5 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { Readable, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 
@@ -43,20 +42,67 @@ export async function logSource(name: string, stdin: Readable): Promise<LogSourc
 const GZIP_MAGIC = [0x1f, 0x8b] as const;
 
 /**
+ * Hit lines are a few hundred bytes: a longer line is no hit. 1 MiB is far above any, and far below
+ * the longest string V8 holds (about 512 MiB), past which a line could not be read at all.
+ */
+export const MAX_LINE_BYTES = 1024 * 1024;
+
+/** Stands for a line longer than MAX_LINE_BYTES: skipped, its bytes never held together. */
+export const OVERLONG_LINE = Symbol('a line longer than MAX_LINE_BYTES');
+
+export type LogLine = string | typeof OVERLONG_LINE;
+
+/**
  * The text lines of `raw`, gunzipped if need be. `onBytes` hears of every chunk of `raw` as it is read
  * (compressed bytes, so that the progress bar measures against the file's size). A read error or a
  * truncated gzip stream ends the iteration with an UnreadableLog; the lines before it have been given.
  */
-export async function* logLines(source: string, raw: Readable, onBytes: (bytes: number) => void): AsyncGenerator<string> {
-  const lines = createInterface({ input: Readable.from(decoded(raw, onBytes)), crlfDelay: Infinity });
+export async function* logLines(source: string, raw: Readable, onBytes: (bytes: number) => void): AsyncGenerator<LogLine> {
   try {
-    yield* lines;
+    yield* splitLines(decoded(raw, onBytes), MAX_LINE_BYTES);
   } catch (err) {
     throw new UnreadableLog(source, errorText(err));
-  } finally {
-    lines.close();
   }
 }
+
+const LF = 0x0a;
+
+/**
+ * `chunks` split at each LF (a CR before it dropped: CRLF logs), on bytes rather than as readline
+ * splits them: readline builds a line as a string, and throws once it is longer than a string can be,
+ * which lost the rest of the file. Here a line longer than `maxLineBytes` is dropped as it comes.
+ */
+async function* splitLines(chunks: AsyncIterable<Buffer>, maxLineBytes: number): AsyncGenerator<LogLine> {
+  let pieces: Buffer[] = [];
+  let bytes = 0;
+  let overlong = false;
+  const take = (piece: Buffer): void => {
+    if (overlong || piece.length === 0) return;
+    bytes += piece.length;
+    overlong = bytes > maxLineBytes;
+    if (overlong) pieces = [];
+    else pieces.push(piece);
+  };
+  const line = (): LogLine => {
+    const text = overlong ? OVERLONG_LINE : textOf(pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces));
+    pieces = [];
+    bytes = 0;
+    overlong = false;
+    return text;
+  };
+  for await (const chunk of chunks) {
+    let start = 0;
+    for (let end = chunk.indexOf(LF); end !== -1; end = chunk.indexOf(LF, start)) {
+      take(chunk.subarray(start, end));
+      yield line();
+      start = end + 1;
+    }
+    take(chunk.subarray(start));
+  }
+  if (bytes > 0) yield line();
+}
+
+const textOf = (line: Buffer): string => line.toString('utf8', 0, line.at(-1) === 0x0d ? line.length - 1 : line.length);
 
 async function* decoded(raw: Readable, onBytes: (bytes: number) => void): AsyncGenerator<Buffer> {
   const counted = countBytes(raw, onBytes);

@@ -1,6 +1,6 @@
 import { htmlEncode } from '../inbound/aspnet/error-page.js';
 import { OUTCOMES } from './ledger.js';
-import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, sparkline, trendText } from './format.js';
+import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, periodText, printableReport, sparkline, trendText, unchartedText } from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 import { barChart } from './svg-chart.js';
 
@@ -22,18 +22,20 @@ rect.bar { fill: #3b6ea8; } line.axis { stroke: #888; } text.tick { font-size: 1
 .rising { color: #a33; } .falling { color: #2a7; } .muted { color: #666; }
 `;
 
-export function renderHtml(report: MigrationReport): string {
-  const period = report.period === null ? 'no hits' : `${formatTime(report.period.from)} to ${formatTime(report.period.to)} UTC, ${countOf(report.days.length, 'day')}`;
+export function renderHtml(logged: MigrationReport): string {
+  // Written to stdout without --out, and a terminal acts on C1 controls and DEL, which htmlEncode leaves.
+  const report = printableReport(logged);
   return [
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8"><title>Migration report</title>',
     `<style>${STYLE}</style></head><body>`,
     '<h1>Migration report: who still calls the deprecated service</h1>',
-    `<p>${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${period}.</p>`,
+    `<p>${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${periodText(report)}.</p>`,
     ...inputText(report.input).map((line) => `<p class="muted">${htmlEncode(line)}</p>`),
     ...(report.folded === 0 ? [] : [`<p>${formatCount(report.folded)} calls of callers past the ledger's size are counted under <q>other</q>.</p>`]),
     '<h2>Clients</h2>',
     clientsTable(report.clients),
+    ...unchartedText(report).map((line) => `<p>${htmlEncode(line)}</p>`),
     '<h2>Calls per day, by operation</h2>',
     `<div class="charts" id="by-operation">${report.perDay.byOperation.map((series) => barChart(series, report.days)).join('')}</div>`,
     '<h2>Calls per day, by client</h2>',

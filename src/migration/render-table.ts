@@ -1,5 +1,5 @@
 import { OUTCOMES } from './ledger.js';
-import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, sparkline, trendText } from './format.js';
+import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, periodText, printableReport, sparkline, trendText, unchartedText } from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 
 /**
@@ -8,14 +8,15 @@ import type { ClientReport, MigrationReport, Replacement } from './report.js';
  * the client names, for a terminal; piped into a file or a mail, the text carries no escapes.
  */
 
-export function renderTable(report: MigrationReport, bold: boolean): string {
+export function renderTable(logged: MigrationReport, bold: boolean): string {
+  const report = printableReport(logged);
   const strong = (text: string): string => (bold ? `\x1b[1m${text}\x1b[0m` : text);
-  const period = report.period === null ? 'no hits' : `${formatTime(report.period.from)} to ${formatTime(report.period.to)} UTC (${countOf(report.days.length, 'day')})`;
   const folded = report.folded === 0 ? [] : [`${formatCount(report.folded)} calls of callers past the ledger's size are counted under "other".`];
   return [
-    `Migration report: ${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${period}`,
+    `Migration report: ${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${periodText(report)}`,
     ...inputText(report.input),
     ...folded,
+    ...unchartedText(report),
     ...report.clients.flatMap((client) => ['', ...clientBlock(client, strong)]),
     ...(report.replacements.length === 0 ? [] : ['', strong('Replacements'), ...report.replacements.flatMap(replacementBlock)]),
     '',

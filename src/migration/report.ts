@@ -78,10 +78,22 @@ export interface InputSummary {
   readonly skipped: readonly SkippedLine[];
 }
 
+/** Days of the log before the charted ones: their calls are in every count, not in `perDay`. */
+export interface Uncharted {
+  /** The first and last of them, `YYYY-MM-DD`. */
+  readonly from: string;
+  readonly to: string;
+  readonly days: number;
+  readonly calls: number;
+}
+
 export interface MigrationReport {
+  readonly version: typeof REPORT_JSON_VERSION;
   readonly period: { readonly from: string; readonly to: string } | null;
-  /** Every UTC day from the first hit to the last, `YYYY-MM-DD`. */
+  /** The UTC days charted, `YYYY-MM-DD`: every day from the first hit to the last, the last CHARTED_DAYS at most. */
   readonly days: readonly string[];
+  /** Null when every day is charted. */
+  readonly uncharted: Uncharted | null;
   readonly input: InputSummary;
   /** Calls counted under the client `other` because the ledger was full (src/migration/ledger.ts). */
   readonly folded: number;
@@ -92,8 +104,19 @@ export interface MigrationReport {
 
 export type PagingProfiles = Readonly<Record<PagedPath, { readonly pageParam: string; readonly sizeParam: string }>>;
 
+/**
+ * Bump when a field of MigrationReport changes meaning or goes away (docs/migration.md §3). 1 was the
+ * shape before `uncharted`, without `version`, when `days` was every day of the log however many.
+ */
+export const REPORT_JSON_VERSION = 2;
+
 /** Clients charted one by one; the others share one chart. */
 export const CHARTED_CLIENTS = 20;
+/**
+ * A year of days charted, the latest. Hit times may span a century (hit-line.ts), and a count per day of
+ * each series, a bar per day in each chart, made a page of 82 MB from two stray times a century apart.
+ */
+export const CHARTED_DAYS = 366;
 const TREND_DAYS = 7;
 /** Within ±10 % the trend is flat: day-to-day noise is not a migration. */
 const FLAT_BAND = 0.1;
@@ -101,7 +124,8 @@ const FLAT_BAND = 0.1;
 export function buildReport(collected: Collected, input: InputSummary, profiles: PagingProfiles): MigrationReport {
   const first = collected.from === null ? 0 : Math.floor(collected.from / DAY_MS);
   const dayCount = collected.to === null ? 0 : Math.floor(collected.to / DAY_MS) - first + 1;
-  const dayNumbers = Array.from({ length: dayCount }, (_, i) => first + i);
+  const firstCharted = first + Math.max(0, dayCount - CHARTED_DAYS);
+  const dayNumbers = Array.from({ length: Math.min(dayCount, CHARTED_DAYS) }, (_, i) => firstCharted + i);
   const series = (name: string, days: ReadonlyMap<number, number> | undefined): Series => ({ name, counts: dayNumbers.map((day) => days?.get(day) ?? 0) });
 
   const byClient = groupBy(collected.ledger.entries(), (entry) => entry.client);
@@ -124,10 +148,16 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
 
   const operationsCalled = new Set(collected.ledger.entries().map((entry) => entry.operation));
   const charted = clients.slice(0, CHARTED_CLIENTS);
-  const uncharted = clients.slice(CHARTED_CLIENTS);
+  const sharingAChart = clients.slice(CHARTED_CLIENTS);
+  const daysBefore = firstCharted - first;
+  const uncharted =
+    daysBefore === 0 ? null : { from: dayText(first), to: dayText(firstCharted - 1), days: daysBefore, calls: callsBefore(collected, firstCharted) };
+  const sharedDays = sumDays(sharingAChart.map((client) => collected.byClient.get(client.client)));
   return {
+    version: REPORT_JSON_VERSION,
     period: collected.from === null || collected.to === null ? null : { from: iso(collected.from), to: iso(collected.to) },
-    days: dayNumbers.map((day) => iso(day * DAY_MS).slice(0, 10)),
+    days: dayNumbers.map(dayText),
+    uncharted,
     input,
     folded: collected.ledger.folded,
     clients,
@@ -136,7 +166,7 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
       byOperation: [...collected.byOperation].map(([operation, days]) => series(operation, days)).sort((a, b) => total(b) - total(a)),
       byClient: [
         ...charted.map((client) => series(client.client, collected.byClient.get(client.client))),
-        ...(uncharted.length === 0 ? [] : [series(`${uncharted.length} more clients`, sumDays(uncharted.map((client) => collected.byClient.get(client.client))))]),
+        ...(sharingAChart.length === 0 ? [] : [series(`${sharingAChart.length} more clients`, sharedDays)]),
       ],
     },
   };
@@ -182,6 +212,12 @@ function trendOf(recentDays: readonly number[]): Trend {
   return { last7, previous7, direction };
 }
 
+function callsBefore(collected: Collected, firstDay: number): number {
+  let calls = 0;
+  for (const days of collected.byOperation.values()) for (const [day, count] of days) if (day < firstDay) calls += count;
+  return calls;
+}
+
 function sumDays(all: readonly (ReadonlyMap<number, number> | undefined)[]): Map<number, number> {
   const summed = new Map<number, number>();
   for (const days of all) for (const [day, calls] of days ?? []) summed.set(day, (summed.get(day) ?? 0) + calls);
@@ -202,3 +238,5 @@ const sum = (counts: readonly number[]): number => counts.reduce((a, b) => a + b
 const total = (series: Series): number => sum(series.counts);
 const byCalls = (a: { readonly calls: number }, b: { readonly calls: number }): number => b.calls - a.calls;
 const iso = (ms: number): string => new Date(ms).toISOString();
+/** Days since the epoch as `YYYY-MM-DD`. */
+const dayText = (day: number): string => iso(day * DAY_MS).slice(0, 10);

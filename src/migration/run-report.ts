@@ -3,10 +3,11 @@ import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { HitCollector } from './collect.js';
-import { readHitLine } from './hit-line.js';
-import { logLines, logSource, UnreadableLog, type LogSource } from './log-lines.js';
+import { readHitLine, type ReadLine } from './hit-line.js';
+import { logLines, logSource, MAX_LINE_BYTES, OVERLONG_LINE, UnreadableLog, type LogSource } from './log-lines.js';
 import { NO_PROGRESS, progressBar, type Progress } from './progress.js';
 import { renderHtml } from './render-html.js';
+import { renderJson } from './render-json.js';
 import { renderTable } from './render-table.js';
 import { buildReport, type InputSummary, type SkippedLine } from './report.js';
 
@@ -32,6 +33,8 @@ const USAGE = 'usage: npm run report -- [--format table|json|html] [--out FILE] 
 
 /** Malformed lines named in the report, to look at; the rest are counted. */
 const SKIPPED_SHOWN = 20;
+
+const OVERLONG: ReadLine = { kind: 'malformed', reason: `a line longer than ${MAX_LINE_BYTES / 1024 / 1024} MiB` };
 
 export async function runReport(io: ReportIo): Promise<number> {
   const fail = (message: string, code: number): number => {
@@ -72,8 +75,8 @@ export async function runReport(io: ReportIo): Promise<number> {
   for (const source of input.sources) if (source.error !== null) io.stderr.write(`report: ${source.name}: ${source.error}\n`);
 
   const report = buildReport(collector.result(), input, profiles);
-  const text =
-    format === 'json' ? `${JSON.stringify(report, null, 2)}\n` : format === 'html' ? renderHtml(report) : renderTable(report, values.out === undefined && io.stdout.isTTY === true && io.env.NO_COLOR === undefined);
+  const bold = values.out === undefined && io.stdout.isTTY === true && io.env.NO_COLOR === undefined;
+  const text = format === 'json' ? renderJson(report) : format === 'html' ? renderHtml(report) : renderTable(report, bold);
   if (values.out === undefined) io.stdout.write(text);
   else {
     try {
@@ -107,7 +110,7 @@ async function readAll(sources: readonly (LogSource | UnreadableLog)[], collecto
     try {
       for await (const text of logLines(source.name, source.open(), (bytes) => progress.read(bytes))) {
         lines++;
-        const line = readHitLine(text);
+        const line = text === OVERLONG_LINE ? OVERLONG : readHitLine(text);
         if (line.kind === 'hit') {
           hits++;
           collector.add(line.hit);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
-import { ledgerJson } from '../migration/ledger.js';
+import { ledgerPage } from '../migration/ledger.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
 
@@ -41,7 +41,12 @@ export async function operatorDataRoutes(fastify: FastifyInstance, { hits, paths
       return hits.registry.metrics();
     });
   }
-  if (paths.includes('/ledger')) fastify.get('/ledger', async () => ledgerJson(hits.ledger));
+  if (paths.includes('/ledger')) {
+    fastify.get('/ledger', async (request, reply) => {
+      const { status, body } = ledgerPage(hits.ledger, request.query);
+      return reply.code(status).send(body);
+    });
+  }
 }
 
 function upstreamJson(state: UpstreamHealthState): Record<string, unknown> {

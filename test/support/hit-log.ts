@@ -10,7 +10,10 @@ export interface HitFields {
   readonly client: string;
   readonly outcome: string;
   readonly schema?: 1 | 2;
-  /** Schema 2: a configured client's fingerprint, team and contact. */
+  /**
+   * Schema 2: a configured client's fingerprint (`anonymous` when it sent no apiKey), team and contact;
+   * without a fingerprint, the line is a caller's the table does not name.
+   */
   readonly fingerprint?: string;
   readonly team?: string;
   readonly contact?: string;
@@ -41,6 +44,7 @@ export function hitLine(fields: HitFields): string {
     schema === 1
       ? {}
       : {
+          clientLabel: fields.fingerprint === undefined ? 'other' : fields.client,
           clientFingerprint: fields.fingerprint ?? fields.client,
           team: fields.team ?? null,
           contact: fields.contact ?? null,
