@@ -64,6 +64,7 @@ describe('GET /ledger', () => {
 describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured client', () => {
   let upstream: StubUpstream;
   let app: App;
+  /** The operator listener, where /ledger is. */
   let base: string;
 
   /** A caller's call as the hit recorder gets it, with a successor as long as one can be (2,000 characters). */
@@ -95,11 +96,12 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
   beforeAll(async () => {
     upstream = await recordingUpstream(10);
     const clients = [{ name: 'warehouse-app', apiKeys: ['warehouse-key'] }];
-    const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'silent' } }, { clients });
+    const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'silent' }, server: { adminPort: 0 } }, { clients });
     app = await buildApp(config, { logger: pino({ level: 'silent' }) });
-    base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    const service = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+    base = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
     for (let i = 0; i <= 10_000; i++) app.hits.record(junkHit(i));
-    for (const query of ['dog', 'cat']) await (await fetch(`${base}/index.asmx/Search?query=${query}&apiKey=warehouse-key`)).text();
+    for (const query of ['dog', 'cat']) await (await fetch(`${service}/index.asmx/Search?query=${query}&apiKey=warehouse-key`)).text();
   });
 
   afterAll(async () => {

@@ -383,8 +383,8 @@ describe('the report over several instances\' logs', () => {
         await search(instance, from, apiKey);
 
       const summed = new Map<string, number>();
-      for (const { base } of instances) {
-        const ledger = (await (await fetch(`${base}/ledger?limit=1000`)).json()) as LedgerJson;
+      for (const { admin } of instances) {
+        const ledger = (await (await fetch(`${admin}/ledger?limit=1000`)).json()) as LedgerJson;
         for (const { client, operation, binding, calls } of ledger.entries) {
           const key = `${client} ${operation} ${binding}`;
           summed.set(key, (summed.get(key) ?? 0) + calls);
