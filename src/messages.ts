@@ -167,7 +167,7 @@ export function refusalText(detail: RefusalDetail): string {
 /** What a brownout's text says of the sunset: to come, or gone by while the operation still answers outside its windows. */
 function sunsetClause({ sunsetAt, at }: RefusalDetail): string {
   if (sunsetAt === null) return '';
-  return at < sunsetAt ? ` and will be switched off on ${instant(sunsetAt)}` : ` and has been due to be switched off since ${instant(sunsetAt)}`;
+  return at < sunsetAt ? ` and will be switched off on ${instant(sunsetAt)}` : ` and was due to be switched off on ${instant(sunsetAt)}`;
 }
 
 /** An instant as UTC ISO 8601, milliseconds only when there are some: the form the configuration takes. */

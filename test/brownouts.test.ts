@@ -114,9 +114,9 @@ describe('the refusal text', () => {
     );
   });
 
-  it('in a brownout after the sunset, says the operation has been due to be switched off since then, not that it will be', () => {
+  it('in a brownout after the sunset, says the operation was due to be switched off then, not that it will be', () => {
     expect(refusalText({ ...brownout, successor: null, sunsetAt: at('2026-12-01T10:10:00Z') })).toBe(
-      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and has been due to be switched off since 2026-12-01T10:10:00Z. Use /product.search.cp instead.',
+      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and was due to be switched off on 2026-12-01T10:10:00Z. Use /product.search.cp instead.',
     );
   });
 
@@ -278,12 +278,12 @@ describe('through the front door, on a clock the test sets', () => {
     expect(hits()[0]).toMatchObject({ client: 'shop', outcome: 'refused', reason: 'brownout', successor: null });
   });
 
-  it('a window after the sunset (refuseAfterSunset off) says the operation has been due to be switched off since the sunset', async () => {
+  it('a window after the sunset (refuseAfterSunset off) says the operation was due to be switched off on the sunset', async () => {
     // shop-weekly's window a week after the sunset of 2027-06-30.
     now = at('2027-07-07T00:15:00Z');
     const response = await searchDog('soap11', 'shop-key');
     const text =
-      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2027-07-07T01:00:00Z): Search is deprecated and has been due to be switched off since 2027-06-30T00:00:00Z. ' +
+      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2027-07-07T01:00:00Z): Search is deprecated and was due to be switched off on 2027-06-30T00:00:00Z. ' +
       `Use /product.search.cp instead: ${SUCCESSOR}`;
     expectRefusal('soap11', response, await response.text(), text);
     expect(response.headers.get('retry-after')).toBe('2700');
