@@ -10,6 +10,7 @@ import { callBindings } from '../inbound/bindings.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';
 import { createUpstreamHealth, type UpstreamHealth } from '../outbound/upstream-health.js';
+import { loadCompactPass } from '../xml/compact.js';
 import { callRunnerPlugin } from './call-runner.js';
 import { descriptionsPlugin } from './descriptions.js';
 import { dispatcherPlugin } from './dispatcher.js';
@@ -50,6 +51,7 @@ const FASTIFY_ERROR_ANSWERS: Readonly<Record<string, Answer>> = {
 };
 
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<App> {
+  loadCompactPass();
   const servicePath = config.server.servicePath;
   const { trustProxy } = config.server;
   const fastify = Fastify({

@@ -54,6 +54,14 @@ interface CompactExports {
 const WASM_FILE = new URL(import.meta.url.endsWith('.ts') ? '../../dist/src/xml/compact.wasm' : 'compact.wasm', import.meta.url);
 let instance: CompactExports | undefined;
 
+/**
+ * Loads the pass now: an instance calls ready only with it (src/server/health.ts), so a build without
+ * the module fails at start, not on every call as a read error of the upstream's page.
+ */
+export function loadCompactPass(): void {
+  exportsOf();
+}
+
 function exportsOf(): CompactExports {
   instance ??= new WebAssembly.Instance(new WebAssembly.Module(readFileSync(WASM_FILE))).exports as CompactExports;
   return instance;
