@@ -45,6 +45,32 @@ async function hitOf(response: Response): Promise<Record<string, unknown>> {
 }
 
 describe('the deprecation hit', () => {
+  it.each(CALL_BINDINGS)('%s: a key the caller sends as its version or in its User-Agent is not logged, in any spelling', async (binding) => {
+    const key = 'K3y+Secret/Q7';
+    const response = await legacyCall(recorded.base, binding, 'Search', { query: 'dog', apiKey: key, version: key }, {
+      'user-agent': `MyApp/1.0 apiKey=${encodeURIComponent(key).toLowerCase()} (${key})`,
+    });
+    const hit = await hitOf(response);
+    expect(hit).toMatchObject({ legacyVersion: '[redacted]', userAgent: 'MyApp/1.0 apiKey=[redacted] ([redacted])' });
+    const line = JSON.stringify(recorded.lines);
+    for (const spelling of [key, encodeURIComponent(key), encodeURIComponent(key).toLowerCase()]) expect(line).not.toContain(spelling);
+  });
+
+  it('an address taken from X-Forwarded-For is redacted and cut like any text the caller wrote', async () => {
+    const proxy = await startRecordedApp({ server: { trustProxy: true } });
+    try {
+      const response = await fetch(`${proxy.base}/index.asmx/Search?query=dog`, { headers: { 'x-forwarded-for': `apiKey=${'A'.repeat(8000)}` } });
+      await response.text();
+      const hit = proxy.lines.find((line) => line.event === 'deprecated_call')!;
+      expect(hit.remoteAddress).toBe('apiKey=[redacted]');
+      const long = await fetch(`${proxy.base}/index.asmx/Search?query=cat`, { headers: { 'x-forwarded-for': 'A'.repeat(8000) } });
+      await long.text();
+      expect(proxy.lines.filter((line) => line.event === 'deprecated_call')[1]!.remoteAddress).toBe(`${'A'.repeat(256)}…`);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it.each(CALL_BINDINGS)('%s: a successful call records every field of the schema', async (binding) => {
     const hit = await hitOf(await call(binding, 'Search', { query: 'dog', apiKey: 'caller-key-1', version: '2.0' }));
     expect(hit).toMatchObject({

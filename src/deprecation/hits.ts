@@ -64,7 +64,10 @@ export function clientFingerprint(apiKey: string | null, key: string | null = nu
   return `hmac:${createHmac('sha256', key ?? PROCESS_KEY).update(apiKey).digest('hex').slice(0, 12)}`;
 }
 
-/** Caller-supplied text in a log line is cut here: a 1 MB `version=` must not make a 1 MB line. */
+/**
+ * Caller-supplied text in a log line is cut here: a 1 MB `version=` must not make a 1 MB line, nor an
+ * X-Forwarded-For that a trusted proxy passed on as it came.
+ */
 const MAX_LOGGED_TEXT = 256;
 
 function bounded(text: string | null): string | null {
@@ -148,7 +151,7 @@ export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLog
       } else {
         duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
       }
-      const logged = { ...hit, legacyVersion: bounded(hit.legacyVersion), userAgent: bounded(hit.userAgent) };
+      const logged = { ...hit, legacyVersion: bounded(hit.legacyVersion), userAgent: bounded(hit.userAgent), remoteAddress: bounded(hit.remoteAddress) };
       hitLog.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...logged }, `deprecated call ${hit.operation} (${hit.binding})`);
     },
     close: warnShed,

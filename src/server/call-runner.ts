@@ -15,6 +15,7 @@ import { createRefuser, refusalAnswer, successorIfTranslated } from '../migratio
 import type { Fetcher, Upstream } from '../outbound/upstream.js';
 import { successorOf, type UpstreamRequest } from '../translate/plan.js';
 import { routeName, routeOf, type LegacyRoute, type RouteName } from '../migration/routing.js';
+import { redactCallerText } from '../redaction/caller-text.js';
 import { send } from './http.js';
 import { createLegacyRouting, isLegacyAnswer, type Answered } from './legacy-routes.js';
 
@@ -68,7 +69,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       const reason = failure === null ? null : failureReason(failure);
       if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
       const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
-      const version = read?.ok ? credentialsOf(read.call).version : null;
+      const { apiKey, version } = read?.ok ? credentialsOf(read.call) : { apiKey: null, version: null };
       fastify.hits.record({
         requestId: String(request.id),
         operation: operation?.name ?? 'unknown',
@@ -78,7 +79,7 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         clientFingerprint: caller.fingerprint,
         team: caller.team,
         contact: caller.contact,
-        legacyVersion: version,
+        legacyVersion: redactCallerText(version, apiKey),
         replacement: operation?.replacement ?? '',
         successor,
         route: route ?? 'translated',
@@ -87,8 +88,8 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
         status: answer.status,
         durationMs: Math.round((performance.now() - started) * 1000) / 1000,
         upstreamRequests,
-        remoteAddress,
-        userAgent: request.headers['user-agent'] ?? null,
+        remoteAddress: redactCallerText(remoteAddress, apiKey),
+        userAgent: redactCallerText(request.headers['user-agent'] ?? null, apiKey),
       });
     }
 
