@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, openSync } from 'node:fs';
+import { constants, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, stdSerializers, stdTimeFunctions, type Logger } from 'pino';
@@ -70,8 +70,12 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
   let address: string;
   let adminAddress: string | null = null;
   try {
-    address = await listenOn(fastify, 'server.port', server.host, server.port);
-    if (admin !== null && server.adminPort !== null) adminAddress = await listenOn(admin, 'server.adminPort', server.adminHost ?? server.host, server.adminPort);
+    // The operator listener first: a refusal then comes before any legacy call could be served.
+    if (admin !== null && server.adminPort !== null) {
+      const hostKey = server.adminHost === null ? 'server.host' : 'server.adminHost';
+      adminAddress = await listenOn(admin, { host: hostKey, port: 'server.adminPort' }, server.adminHost ?? server.host, server.adminPort);
+    }
+    address = await listenOn(fastify, { host: 'server.host', port: 'server.port' }, server.host, server.port);
   } catch (err) {
     await stopped();
     throw err;
@@ -98,16 +102,22 @@ const LISTEN_PROBLEMS: Readonly<Record<string, string>> = {
   EADDRNOTAVAIL: 'names an address this machine does not have',
   ENOTFOUND: 'names a host that does not resolve',
   EAI_AGAIN: 'names a host that does not resolve',
+  EINVAL: 'is not one this machine can listen on',
 };
 
-async function listenOn(app: FastifyInstance, key: string, host: string, port: number): Promise<string> {
+/** Problems of the host rather than the port. */
+const HOST_PROBLEMS: ReadonlySet<string> = new Set(['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EINVAL']);
+
+/** `keys` name the settings of the host and the port, for the refusal to name the one at fault. */
+async function listenOn(app: FastifyInstance, keys: { readonly host: string; readonly port: string }, host: string, port: number): Promise<string> {
   try {
     return await app.listen({ host, port });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const problem = code === undefined ? undefined : LISTEN_PROBLEMS[code];
-    if (problem === undefined) throw err;
-    throw new StartRefused(key, `${host}:${port}`, code ?? null, `cannot be listened on: the address ${problem} (${code}).`);
+    const { code, message } = err as NodeJS.ErrnoException;
+    if (code === undefined) throw err;
+    const problem = LISTEN_PROBLEMS[code];
+    const key = HOST_PROBLEMS.has(code) ? keys.host : keys.port;
+    throw new StartRefused(key, `${host}:${port}`, code, `cannot be listened on: ${problem === undefined ? message : `the address ${problem}`} (${code}).`);
   }
 }
 
@@ -131,7 +141,8 @@ export function openHitsFile(path: string): number {
     }
   }
   try {
-    return openSync(path, 'a');
+    // Not blocking: a FIFO that no process reads would otherwise hold the start forever, silently.
+    return openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
   } catch (err) {
     throw refused(err, FILE_PROBLEMS);
   }
@@ -144,6 +155,7 @@ const FILE_PROBLEMS: Readonly<Record<string, string>> = {
   EISDIR: 'it is a directory',
   ENOTDIR: 'a part of the path is not a directory',
   ENOENT: 'no file can be created there',
+  ENXIO: 'it is a FIFO that no process reads',
 };
 
 /** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */

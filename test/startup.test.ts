@@ -79,6 +79,13 @@ async function nextEvent(lines: AsyncIterator<string>, event: string): Promise<R
 
 const CLIENT_ID_KEY = 'a7f3c1e9d2b8a4f6c0e1d3b5a7f9c2e4';
 
+/** A named pipe nothing reads. */
+function fifo(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'proxy-fifo-')), 'hits.fifo');
+  execFileSync('mkfifo', [path]);
+  return path;
+}
+
 /** A TCP port on loopback that something else holds until `release`. */
 async function heldPort(): Promise<{ port: number; release: () => Promise<void> }> {
   const server = createServer();
@@ -255,6 +262,7 @@ describe('npm start', () => {
     ['/proc/nowhere/deeper/hits.log', 'its directory /proc/nowhere/deeper does not exist, nor the one above it', 'ENOENT'],
     ['/sys/hits.log', 'permission denied', 'EACCES'],
     [tmpdir(), 'it is a directory', 'EISDIR'],
+    [fifo(), 'it is a FIFO that no process reads', 'ENXIO'],
   ])('refuses a log.hitsFile it cannot write (%s) before listening, in one JSON line naming the key and the path', async (path, problem, code) => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-hits-'));
     const file = join(dir, 'proxy.json');
@@ -299,6 +307,17 @@ describe('npm start', () => {
     } finally {
       await held.release();
     }
+  });
+
+  it('refuses a server.adminHost that does not resolve, naming it, before the service port listens', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-config-')), 'proxy.json');
+    writeFileSync(file, JSON.stringify({ server: { adminHost: 'operator.invalid' } }));
+    const exit = await run({ CONFIG_FILE: file });
+    expect(exit.code).toBe(1);
+    const lines = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.at(-1)).toMatchObject({ event: 'start_refused', key: 'server.adminHost', value: 'operator.invalid:0', code: 'ENOTFOUND' });
+    expect(lines.map((line) => line.event)).not.toContain('listening');
+    expect(lines.map((line) => String(line.msg))).not.toContainEqual(expect.stringMatching(/^Server listening/));
   });
 
   it('refuses server.adminPort equal to server.port as a configuration error', async () => {
