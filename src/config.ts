@@ -52,7 +52,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: J
  * elsewhere the demo upstream and a random fingerprint key are conveniences, there they are mistakes.
  */
 export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process.env): void {
-  if (env.NODE_ENV !== 'production') return;
+  // `Production`, `prod`: what someone meaning production writes is taken as it.
+  if (!/^prod(uction)?$/i.test(env.NODE_ENV?.trim() ?? '')) return;
   const production = 'must be set when NODE_ENV is "production"';
   if (config.upstream.baseUrl === null) {
     throw new ConfigError('UPSTREAM_URL (upstream.baseUrl)', `${production}: without it the proxy would answer real clients from its embedded demo catalog.`);

@@ -189,8 +189,9 @@ export function createOperatorLogger(level: Config['log']['level']): Logger {
       },
       serializers: {
         err: (err: Error) => {
-          const serialized = stdSerializers.err(err);
-          return { ...serialized, message: redact(serialized.message, []), stack: redact(serialized.stack, []) };
+          // Only what says what went wrong: node's own errors carry the bytes of a malformed request (rawPacket).
+          const { type, message, stack, code } = stdSerializers.err(err) as ReturnType<typeof stdSerializers.err> & { code?: unknown };
+          return { type, message: redact(message, []), stack: redact(stack, []), ...(code === undefined ? {} : { code }) };
         },
       },
     },

@@ -36,6 +36,7 @@ describe('configuration validation', () => {
     [{ server: { operatorOnServicePort: ['/healthz'] } }, 'server.operatorOnServicePort.0 must be one of "/metrics", "/ledger", got "/healthz".'],
     [{ server: { operatorOnServicePort: ['/metrics', '/metrics'] } }, 'server.operatorOnServicePort must not name a value twice.'],
     [{ deprecation: { clientIdKey: 'too-short-to-be-a-key' } }, 'deprecation.clientIdKey must be at least 32 characters long.'],
+    [{ deprecation: { clientIdKey: 'ab'.repeat(20) } }, 'deprecation.clientIdKey must be a random key, not a repeated pattern (fewer than 8 different characters)'],
     [{ server: { trustProxy: 'yes' } }, 'server.trustProxy must be true, false or the number of proxies in front (1 to 16), got "yes".'],
     [{ server: { trustProxy: 0 } }, 'server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.'],
     [{ upstream: { baseUrl: 'ftp://upstream.example' } }, 'upstream.baseUrl must be an http or https URL, got "ftp://upstream.example".'],

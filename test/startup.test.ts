@@ -242,6 +242,11 @@ describe('npm start', () => {
     [{ UPSTREAM_URL: 'http://127.0.0.1:9/api' }, 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be set when NODE_ENV is "production"'],
     [{ UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: 'short-key' }, 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be at least 32 characters long.'],
   ])('with NODE_ENV=production refuses to start without what production needs (%j)', async (env, message) => {
+    for (const production of ['production', 'Production', 'prod']) {
+      const exit = await run({ NODE_ENV: production, ...env });
+      expect(exit.code).toBe(1);
+      expect(exit.stderr.trim().startsWith(message)).toBe(true);
+    }
     const exit = await run({ NODE_ENV: 'production', ...env });
     expect(exit.code).toBe(1);
     expect(exit.stderr.trim().startsWith(message)).toBe(true);
@@ -334,13 +339,15 @@ describe('npm start', () => {
       'const log = createOperatorLogger("info");',
       'log.warn(\'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=%2bsecret-one" (GET) route?\');',
       'log.error({ err: new Error("GET /product.search.cp?v=3&APPKEY=secret-two failed") }, "failed");',
+      'log.error({ err: Object.assign(new Error("Parse Error"), { code: "HPE_INVALID", rawPacket: Buffer.from("GET /?apiKey=secret-three") }) }, "client error");',
       'log.flush();',
     ].join('\n');
     const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
     const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; err?: { message: string; stack: string } });
     expect(lines[0]!.msg).toBe('Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=[redacted]" (GET) route?');
     expect(lines[1]!.err!.message).toBe('GET /product.search.cp?v=3&APPKEY=[redacted] failed');
-    expect(stdout).not.toMatch(/secret-(one|two)/);
+    expect(lines[2]!.err).toEqual({ type: 'Error', message: 'Parse Error', stack: expect.stringMatching(/^Error: Parse Error\n/), code: 'HPE_INVALID' });
+    expect(stdout).not.toMatch(/secret-(one|two|three)|rawPacket/);
   });
 
   it('refuses a misspelt key in CONFIG_FILE, naming it and the key meant', async () => {

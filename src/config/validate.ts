@@ -11,6 +11,9 @@ ajv.addKeyword({ keyword: 'patternProblem', schemaType: 'string' });
 for (const [format, problem] of Object.entries(FORMATS)) ajv.addFormat(format, { type: 'string', validate: (value: string) => problem(value) === undefined });
 const check = ajv.compile<Settings>(ConfigSchema);
 
+/** A random key of 32 characters or more has more: `openssl rand -hex 32` gives 16 of 16 hex digits. */
+const MIN_DISTINCT_KEY_CHARACTERS = 8;
+
 /** Rules across keys, checked in order once every key is valid on its own: the key refused, and its problem if any. */
 const RULES: readonly (readonly [key: string, problem: (settings: Settings) => string | false])[] = [
   ['upstream.appKey', ({ upstream }) => upstream.apiKeyMode === 'fixed' && upstream.appKey === null && 'must be set when upstream.apiKeyMode is "fixed".'],
@@ -37,6 +40,13 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       server.adminPort !== 0 &&
       server.adminPort === server.port &&
       `must differ from server.port (${server.port}): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.`,
+  ],
+  [
+    'deprecation.clientIdKey',
+    ({ deprecation: { clientIdKey } }) =>
+      clientIdKey !== null &&
+      new Set(clientIdKey).size < MIN_DISTINCT_KEY_CHARACTERS &&
+      `must be a random key, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`,
   ],
   ['clients', ({ clients }) => clientsProblem(clients)],
   [
