@@ -192,6 +192,17 @@ describe('the migration report', () => {
     ]);
   });
 
+  it('skips a hit whose client name is longer than a name can be, and cuts a long team or contact: the cap counts entries, not bytes', async () => {
+    const lines = [
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'x'.repeat(300_000), outcome: 'ok' }),
+      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', ...WAREHOUSE, team: 'T'.repeat(10_000), outcome: 'ok', successor: `/product.search.cp?v=3&query=${'q'.repeat(5000)}` }),
+    ];
+    const result = await jsonReport([], `${lines.join('\n')}\n`);
+    expect(result.input).toMatchObject({ hits: 1, malformed: 1 });
+    expect(result.input.skipped).toEqual([{ source: '-', line: 1, reason: 'a hit whose client is longer than 64 characters' }]);
+    expect(result.clients.map((client) => [client.client, client.team, client.operations[0]!.example])).toEqual([['warehouse-app', `${'T'.repeat(256)}…`, null]]);
+  });
+
   it('keeps keyless unknown callers a client of their own, apart from a client named by its address (whose hits say "anonymous")', async () => {
     const shop = { client: 'shop', fingerprint: 'anonymous', team: 'Shop', contact: 'shop@example.com' };
     const lines = [

@@ -45,11 +45,18 @@ export function readHitLine(line: string): ReadLine {
     if (typeof fields[name] !== 'string' || fields[name] === '') return malformed(`a hit without ${name}`);
   }
   if (!(OUTCOMES as readonly unknown[]).includes(fields.outcome)) return malformed(`a hit with outcome ${JSON.stringify(fields.outcome)}`);
+  // The ledger's cap counts entries, not bytes: a forged name of a megabyte per line would make a few
+  // thousand lines hold gigabytes. Names are at most 64 characters (a client's, a fingerprint).
+  for (const name of ['client', 'clientLabel', 'clientFingerprint'] as const) {
+    const value = fields[name];
+    if (typeof value === 'string' && value.length > MAX_NAME_LENGTH) return malformed(`a hit whose ${name} is longer than ${MAX_NAME_LENGTH} characters`);
+  }
   // Operations and bindings are the service's, few and fixed: the ledger, the charts and the memory of
   // the report grow with them, so a line naming another (a forged or corrupt line) is not counted.
   const { operation, binding } = fields as Record<'operation' | 'binding', string>;
   if (operation !== 'unknown' && findOperation(operation) === undefined) return malformed(`a hit with operation ${JSON.stringify(operation)}`);
   if (binding !== 'unknown' && !(BINDING_NAMES as readonly string[]).includes(binding)) return malformed(`a hit with binding ${JSON.stringify(binding)}`);
+  const successor = textOrNull(fields.successor);
   return {
     kind: 'hit',
     hit: {
@@ -59,17 +66,26 @@ export function readHitLine(line: string): ReadLine {
       operation: fields.operation as string,
       binding: fields.binding as string,
       outcome: fields.outcome as Outcome,
-      successor: textOrNull(fields.successor),
+      successor: successor !== null && successor.length > MAX_SUCCESSOR_LENGTH ? null : successor,
       clientFingerprint: textOrNull(fields.clientFingerprint),
-      team: textOrNull(fields.team),
-      contact: textOrNull(fields.contact),
+      team: cut(textOrNull(fields.team), MAX_CARD_LENGTH),
+      contact: cut(textOrNull(fields.contact), MAX_CARD_LENGTH),
     },
   };
 }
 
 const malformed = (reason: string): ReadLine => ({ kind: 'malformed', reason });
 
+/** A client's name or a fingerprint (schema: `clients[].name`, `hmac:` + 12 hex digits). */
+const MAX_NAME_LENGTH = 64;
+/** The proxy leaves out a successor longer than this (docs/migration.md §2): a longer one is forged. */
+const MAX_SUCCESSOR_LENGTH = 2000;
+/** A team or contact is shown, not counted: cut, like the proxy cuts caller-written text. */
+const MAX_CARD_LENGTH = 256;
+
 const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+const cut = (text: string | null, maxLength: number): string | null => (text === null || text.length <= maxLength ? text : `${text.slice(0, maxLength)}…`);
 
 /**
  * The times a hit of this service can carry: no ASMX service ran before 2000, and this one is not
