@@ -161,15 +161,41 @@ const FILE_PROBLEMS: Readonly<Record<string, string>> = {
 /** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */
 const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: (label: string) => ({ level: label }) } };
 
+/** pino's background destination (sonic-boom). */
+type Destination = ReturnType<typeof destination>;
+/** What pino uses of a destination: it writes lines, and flushes them before the process exits. */
+type LineStream = Pick<Destination, 'write' | 'flush'>;
+
+/** JSON lines in the background, so that no call waits for its hit to reach the terminal or the log shipper. */
+function lineStream(fd: number): Destination {
+  return destination({ dest: fd, sync: false });
+}
+
 /**
- * JSON lines on stdout (or into the open file `fd`), written in the background so that no call waits
- * for its hit to reach the terminal or the log shipper: lines that pile up while a write is under way
- * go out together. A write that fails later (a full disk) is said on `onError`; the proxy serves on.
+ * JSON lines on stdout, written in the background: lines that pile up while a write is under way go
+ * out together.
  */
-export function createLogger(level: Config['log']['level'], fd: number = 1, onError?: (err: NodeJS.ErrnoException) => void): Logger {
-  const stream = destination({ dest: fd, sync: false });
-  if (onError) stream.on('error', onError);
-  return pino({ level, ...LINE_FORMAT }, stream);
+export function createLogger(level: Config['log']['level']): Logger {
+  return pino({ level, ...LINE_FORMAT }, lineStream(1));
+}
+
+/**
+ * The hits into the open file `fd`. A write that fails (a full disk, an I/O error) leaves the file for
+ * good: the stream would hold every later line in memory, and hang the exit retrying them. From then
+ * on the hits go to stdout, the migration's record kept, and `onFailure` says so once.
+ */
+export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException) => void): Logger {
+  const file = lineStream(fd);
+  let current: LineStream = file;
+  file.once('error', (err: NodeJS.ErrnoException) => {
+    // As pino itself abandons a destination on EPIPE: nothing of it is written, ended or flushed again.
+    Object.assign(file, { write: () => true, end: () => {}, flushSync: () => {}, destroy: () => {} });
+    file.on('error', () => {});
+    current = lineStream(1);
+    onFailure(err);
+  });
+  const switching: LineStream = { write: (line: string) => current.write(line), flush: (done?: (err?: Error) => unknown) => current.flush(done) };
+  return pino({ level: 'info', ...LINE_FORMAT }, switching);
 }
 
 /**
@@ -195,7 +221,7 @@ export function createOperatorLogger(level: Config['log']['level']): Logger {
         },
       },
     },
-    destination({ dest: 1, sync: false }),
+    lineStream(1),
   );
 }
 
@@ -233,9 +259,9 @@ export async function main(): Promise<void> {
     const failed = (err: NodeJS.ErrnoException): void =>
       logger.error(
         { event: 'hits_file_failed', key: 'log.hitsFile', value: hitsFile, code: err.code ?? null },
-        `Deprecation hits cannot be written to log.hitsFile (${hitsFile}): ${err.message}`,
+        `Deprecation hits cannot be written to log.hitsFile (${hitsFile}): ${err.message}. They go to stdout until the proxy restarts.`,
       );
-    hitLogger = createLogger('info', fd, failed);
+    hitLogger = createHitsFileLogger(fd, failed);
   }
   exit = (code) => hitLogger.flush(() => logger.flush(() => process.exit(code)));
 

@@ -150,6 +150,29 @@ describe('npm start', () => {
     expect(exit.stdout.join('\n')).not.toContain('deprecated_call');
   });
 
+  it('when the hit file fails (a full disk), says so once, writes the hits to stdout from then on, and still stops on SIGTERM', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-full-'));
+    const file = join(dir, 'proxy.json');
+    writeFileSync(file, JSON.stringify({ log: { hitsFile: '/dev/full' } }));
+    const started = performance.now();
+    const exit = await run({ CONFIG_FILE: file }, async (lines, kill) => {
+      const { address } = await nextEvent(lines, 'listening');
+      const search = async (query: string): Promise<void> => expect((await fetch(`${String(address)}/index.asmx/Search?query=${query}`)).status).toBe(200);
+      await search('dog');
+      await nextEvent(lines, 'hits_file_failed');
+      await search('cat');
+      await search('owl');
+      for (let i = 0; i < 2; i++) await nextEvent(lines, 'deprecated_call');
+      kill();
+    });
+    expect(exit.code).toBe(0);
+    expect(performance.now() - started).toBeLessThan(10_000);
+    const events = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.filter((line) => line.event === 'hits_file_failed')).toEqual([
+      expect.objectContaining({ level: 'error', key: 'log.hitsFile', value: '/dev/full', code: 'ENOSPC' }),
+    ]);
+  });
+
   it('on SIGTERM fails /readyz for server.drainDelayMs while still serving, then stops; a second signal stops at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-drain-'));
     const file = join(dir, 'proxy.json');
