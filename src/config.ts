@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, redactUrl } from './config/messages.js';
+import { ConfigError } from './config/messages.js';
 import { ConfigSchema, type Config } from './config/schema.js';
 import { validateConfig, type Json } from './config/validate.js';
 
@@ -77,11 +77,19 @@ function readJson(file: string): Json {
   try {
     json = JSON.parse(text) as Json;
   } catch (err) {
-    // Newer V8 quotes the text near the error, which may hold a URL with credentials.
-    throw new ConfigError('CONFIG_FILE', `is not valid JSON (${file}: ${redactUrl((err as Error).message)}).`);
+    // Only where: V8 quotes the text near the error, which may be a key or a URL with credentials.
+    throw new ConfigError('CONFIG_FILE', `is not valid JSON (${file}${jsonErrorPlace(text, (err as Error).message)}).`);
   }
   if (!isObject(json)) throw new ConfigError('CONFIG_FILE', `must name a file holding a JSON object (${file}).`);
   return json;
+}
+
+/** `: line L, column C` of a JSON.parse error, from the position V8 gives; empty when it gives none. */
+function jsonErrorPlace(text: string, message: string): string {
+  const position = /position (\d+)/.exec(message)?.[1];
+  if (position === undefined) return /end of JSON input/.test(message) ? ': it ends too soon' : '';
+  const before = text.slice(0, Number(position)).split('\n');
+  return `: line ${before.length}, column ${before.at(-1)!.length + 1}`;
 }
 
 function wholeNumber(name: string, text: string): number {

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, validateConfig, type Json } from '../src/config.js';
@@ -35,6 +36,7 @@ describe('configuration validation', () => {
     [{ server: { adminPort: 'admin' } }, 'server.adminPort must be a port number (0 to 65535) or null for no operator listener, got "admin".'],
     [{ server: { operatorOnServicePort: ['/healthz'] } }, 'server.operatorOnServicePort.0 must be one of "/metrics", "/ledger", got "/healthz".'],
     [{ server: { operatorOnServicePort: ['/metrics', '/metrics'] } }, 'server.operatorOnServicePort must not name a value twice.'],
+    [{ upstream: { apiKeyMode: 'map', apiKeyMap: { 'Legacy-Secret-Key-123': 5 } } }, 'upstream.apiKeyMap.<an apiKey> must be a non-empty string.'],
     [{ deprecation: { clientIdKey: 'too-short-to-be-a-key' } }, 'deprecation.clientIdKey must be at least 32 characters long.'],
     [{ deprecation: { clientIdKey: 'ab'.repeat(20) } }, 'deprecation.clientIdKey must be a random key, not a repeated pattern (fewer than 8 different characters)'],
     [{ server: { trustProxy: 'yes' } }, 'server.trustProxy must be true, false or the number of proxies in front (1 to 16), got "yes".'],
@@ -50,6 +52,16 @@ describe('configuration validation', () => {
   it('accepts any key in the tables keyed by data', () => {
     const config = loadConfig({}, { upstream: { apiKeyMode: 'map', apiKeyMap: { 'Legacy Key': 'app-key' } } });
     expect(config.upstream.apiKeyMap).toEqual({ 'Legacy Key': 'app-key' });
+  });
+
+  it('never quotes a key of the configuration back: not an apiKeyMap entry, nor the text near a JSON error', () => {
+    expect(() => loadConfig({}, { upstream: { apiKeyMode: 'map', apiKeyMap: { 'Legacy-Secret-Key-123': '' } } })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('Legacy-Secret') }),
+    );
+    const file = join(mkdtempSync(join(tmpdir(), 'config-json-')), 'proxy.json');
+    writeFileSync(file, '{"upstream":{"apiKeyMode":"fixed","appKey":SuperSecretAppKey}}');
+    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(new RegExp(`^Invalid configuration: CONFIG_FILE is not valid JSON \\(${file}(: line 1, column \\d+)?\\)\\.$`));
+    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(expect.objectContaining({ message: expect.not.stringContaining('SuperSecre') }));
   });
 
   it('never shows the credentials of a refused URL', () => {

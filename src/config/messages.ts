@@ -81,7 +81,7 @@ interface Annotated {
  * and its schema). `origins` maps a dotted key to the environment variable its value came from.
  */
 export function refusal(error: ErrorObject, origins: Readonly<Record<string, string>>): ConfigError {
-  const path = error.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const path = shownPath(error.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~')));
   const key = path.join('.');
   const name = origins[key] === undefined ? key : `${origins[key]} (${key})`;
   const schema = (error.parentSchema ?? {}) as Annotated;
@@ -127,6 +127,14 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
   }
   // No key of the schema fails in another way; should one, ajv's own words still name it.
   return new ConfigError(name, `${error.message}.`);
+}
+
+/** Tables keyed by secrets: a refusal names the table, never the key of the entry at fault. */
+const SECRET_KEYED = ['upstream.apiKeyMap'];
+
+function shownPath(path: string[]): string[] {
+  const table = SECRET_KEYED.find((name) => path.join('.').startsWith(`${name}.`));
+  return table === undefined ? path : [...table.split('.'), '<an apiKey>'];
 }
 
 /** A value as JSON (a number too large for JSON as itself), with any credentials of a URL hidden. */
