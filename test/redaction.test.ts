@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { createShadows } from '../src/migration/shadow.js';
 import { readResponse } from '../src/outbound/upstream.js';
 import { redact } from '../src/redaction/redact.js';
-import { everySpelling, spelledKeys } from './support/spellings.js';
+import { escapedUrls, everySpelling, OPERATOR_SPELLINGS, spelledKeys } from './support/spellings.js';
 import { SOAP11_ENV } from './support/wire.js';
 
 /**
@@ -28,6 +28,16 @@ describe('what names a key: parameters and elements, whatever the spelling of th
     );
   });
 
+  it('the value of a key parameter in a quoted URL escaped once (= and & escaped in any case or as %u), or in a URL-valued one', () => {
+    const quoted =
+      'Invalid product. returnUrl=http%3A%2F%2Fupstream%2Fproduct.search.cp%3Fv%3D3%26appKey%3DOPERATORsecret42%26productId%3D1' +
+      ' next=a%u0026APIKEY%u003dk%2Bw%U0026b=1 and apikey%3dx%20y, back=http://proxy/?appKey=literal&q=1';
+    expect(redact(quoted, [], { wholeTokens: true })).toBe(
+      'Invalid product. returnUrl=http%3A%2F%2Fupstream%2Fproduct.search.cp%3Fv%3D3%26appKey%3D[redacted]%26productId%3D1' +
+        ' next=a%u0026APIKEY%u003d[redacted]%U0026b=1 and apikey%3d[redacted]%20y, back=http://proxy/?appKey=[redacted]&q=1',
+    );
+  });
+
   it('the content of an apiKey or appKey element, whatever its prefix, attributes, whitespace or the escaping of its brackets', () => {
     const body =
       '<soap:Body><Search xmlns="http://tempuri.org/"><apiKey>&#97;b&amp;c</apiKey><q:appKey xmlns:q="urn:x" >x y</q:appKey >' +
@@ -44,11 +54,30 @@ describe('what names a key: parameters and elements, whatever the spelling of th
   });
 
   it('a text cut inside a spelling of the key has it redacted as far as it goes, even mid-escape', () => {
-    for (const cut of ['a%2bb', 'a%2bb%2', 'a%2bb%', 'a&#43;b&#4', 'a%2bb%c3']) {
+    for (const cut of ['a%2bb', 'a%2bb%2', 'a%2bb%', 'a&#43;b&#4', 'a%2bb%c3', 'a\\u002bb\\u00']) {
       expect(redact(`key: ${cut}`, ['a+bé-and-more'], { truncated: true })).toBe('key: [redacted]');
     }
     // Not cut: the same start is only a start.
     expect(redact('key: a%2bb', ['a+bé-and-more'])).toBe('key: a%2bb');
+  });
+
+  it('a whole token beside an escape stands alone, but not a part of the escape or of a word', () => {
+    const text = 'token%3DAb3dEf9h, Ab3dEf9h%20then %20Ab3dEf9h %u0020Ab3dEf9h\\u0020; not xAb3dEf9h nor %4Ab3dEf9h';
+    expect(redact(text, ['Ab3dEf9h'], { wholeTokens: true })).toBe(
+      'token%3D[redacted], [redacted]%20then %20[redacted] %u0020[redacted]\\u0020; not xAb3dEf9h nor %4Ab3dEf9h',
+    );
+  });
+
+  it('a key in any ASCII case and in JSON \\u escapes, except in a text a client reads: there the case is kept', () => {
+    const echoed = 'K3YSECRETQ7, k3ysecretq7 and \\u004B3ySecretQ\\u0037';
+    expect(redact(echoed, ['K3ySecretQ7'])).toBe('[redacted], [redacted] and [redacted]');
+    expect(redact(echoed, ['K3ySecretQ7'], { wholeTokens: true })).toBe('K3YSECRETQ7, k3ysecretq7 and [redacted]');
+  });
+
+  it('a key that holds what reads as an escape (`%aa`), in a text an XML writer escaped', () => {
+    expect(redact('Unknown apiKey |aaa%aaa&gt;| in this request.', ['aaa%aaa>'], { wholeTokens: true })).toBe(
+      'Unknown apiKey |[redacted]| in this request.',
+    );
   });
 
   it('leaves a marker already there as it is: a short key is not found again inside it', () => {
@@ -62,6 +91,16 @@ describe('the key an answer echoes, in any spelling (properties)', () => {
   /** Every string a logged value holds. */
   const stringsOf = (value: unknown): string[] =>
     typeof value === 'string' ? [value] : typeof value === 'object' && value !== null ? Object.values(value).flatMap(stringsOf) : [];
+
+  /** The `<help>` message of an upstream with `text`, as the fault text a caller reads. */
+  const faultText = (text: string, secrets: readonly string[]): string => {
+    try {
+      readResponse(403, Buffer.from(`<help><exception-message>${xmlEscaped(text)}</exception-message></help>`), 'searchResultSet', secrets);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return '';
+  };
 
   const soap = (payload: string): string => `<s:Envelope xmlns:s="${SOAP11_ENV}"><s:Body>${payload}</s:Body></s:Envelope>`;
   /** The old service's fault with `text` and the translated path's result over a binding, and how a diff shows each. */
@@ -84,7 +123,7 @@ describe('the key an answer echoes, in any spelling (properties)', () => {
     const shadows = createShadows(100, new Registry(), log);
     const bindings = fc.constantFrom(...(Object.keys(ANSWERS) as (keyof typeof ANSWERS)[]));
     await fc.assert(
-      fc.asyncProperty(spelledKeys(), bindings, async ({ key, spelled }, binding) => {
+      fc.asyncProperty(spelledKeys(OPERATOR_SPELLINGS), bindings, async ({ key, spelled }, binding) => {
         fc.pre(notInTheWords(key));
         written.length = 0;
         const { legacy, translated, shown } = ANSWERS[binding](`${BEFORE}${spelled}${AFTER}`);
@@ -104,7 +143,7 @@ describe('the key an answer echoes, in any spelling (properties)', () => {
         });
         // The line as written (JSON), and each value in it as a reader of the log gets it.
         for (const value of [line, ...stringsOf(JSON.parse(line))]) {
-          for (const spelling of everySpelling(key)) expect(value).not.toContain(spelling);
+          for (const spelling of everySpelling(key, OPERATOR_SPELLINGS)) expect(value).not.toContain(spelling);
         }
       }),
       { numRuns: 300 },
@@ -115,15 +154,20 @@ describe('the key an answer echoes, in any spelling (properties)', () => {
     fc.assert(
       fc.property(spelledKeys(), ({ key, spelled }) => {
         fc.pre(notInTheWords(key));
-        const help = `<help><exception-message>${xmlEscaped(`${BEFORE}${spelled}${AFTER}`)}</exception-message></help>`;
-        let message = '';
-        try {
-          readResponse(403, Buffer.from(help), 'searchResultSet', [key]);
-        } catch (err) {
-          message = (err as Error).message;
-        }
+        const message = faultText(`${BEFORE}${spelled}${AFTER}`, [key]);
         expect(message).toBe(`${BEFORE}[redacted]${AFTER}`);
         for (const spelling of everySpelling(key)) expect(message).not.toContain(spelling);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('an upstream message quoting its request URL escaped has the key parameter redacted, whatever the escapes, known key or not', () => {
+    fc.assert(
+      fc.property(escapedUrls(), ({ key, quoted, redacted }) => {
+        for (const secrets of [[], [key]]) {
+          expect(faultText(`Invalid product. returnUrl=${quoted}`, secrets)).toBe(`Invalid product. returnUrl=${redacted}`);
+        }
       }),
       { numRuns: 300 },
     );

@@ -112,6 +112,25 @@ describe('comparing two answers (pure)', () => {
     });
   });
 
+  it('never shows the caller key in an element or attribute name, a namespace URI or the path, in any case or \\u-escaped', () => {
+    const echoing = (text: string): string =>
+      '<searchResultSet><p:Product xmlns:p="urn:K3ySecretQ7" p:KeyK3ySecretQ7="1">' +
+      `<KeyK3ySecretQ7>${text}</KeyK3ySecretQ7></p:Product></searchResultSet>`;
+    expect(compareAnswers('httpGet', ok('<searchResultSet />'), ok(echoing('K3YSECRETQ7 \\u004B3ySecretQ7')), ['K3ySecretQ7'])).toEqual({
+      path: '/searchResultSet/Product',
+      translated: '(none)',
+      legacy:
+        '<{urn:[redacted]}Product {urn:[redacted]}Key[redacted]="1">' +
+        '<Key[redacted]>"[redacted] [redacted]"</Key[redacted]></{urn:[redacted]}Product>',
+    });
+    expect(compareAnswers('httpGet', ok(echoing('a')), ok(echoing('b')), ['K3ySecretQ7'])?.path).toBe(
+      '/searchResultSet/Product/Key[redacted]/text()',
+    );
+    expect(compareAnswers('httpGet', ok(echoing('a')), ok(echoing('a').replace('="1"', '="2"')), ['K3ySecretQ7'])?.path).toBe(
+      '/searchResultSet/Product/@{urn:[redacted]}Key[redacted]',
+    );
+  });
+
   it('a value cut at the limit inside an echoed key shows no start of it, whatever its length or spelling', () => {
     const echo = (filler: number, key: string) => soapFault('soap:Client', `${'x'.repeat(filler)} ${dotnetUrlEncode(key)} is not a key`);
     // `fault Client: ` and 179 x's, then the key: the cut falls inside the marker.

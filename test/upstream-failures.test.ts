@@ -39,6 +39,11 @@ beforeAll(async () => {
       case 'help-echo':
         // An upstream behind .NET quoting the appKey it was sent as HttpUtility.UrlEncode writes it.
         return void res.writeHead(403, { 'content-type': 'text/xml' }).end(`<help><exception-message>Unknown appKey ${dotnetUrlEncode(url.searchParams.get('appKey') ?? '')}.</exception-message></help>`);
+      case 'help-url': {
+        // An upstream quoting the URL it was called at, escaped whole, as a `returnUrl` would hold it.
+        const message = `Invalid product. returnUrl=${encodeURIComponent(`http://upstream${req.url}`)}`;
+        return void res.writeHead(404, { 'content-type': 'text/xml' }).end(`<help><exception-message>${message}</exception-message></help>`);
+      }
       case 'help-4xx':
         return void res.writeHead(400, { 'content-type': 'text/xml' }).end('<help>\n  <exception-message>Invalid sort value.</exception-message>\n</help>');
       case 'gateway-403':
@@ -117,6 +122,14 @@ describe('upstream failures, through the front door', () => {
     const response = await fetch(`${proxy}/index.asmx/AdvancedSearch?query=fan-out&startResults=41&maxResults=60`);
     expect(await response.text()).toBe('The remote server returned an error: (500) Internal Server Error.\r\n');
     expect((await fetch(`${proxy}/index.asmx/Search?query=ok`)).status).toBe(200);
+  });
+
+  it('an upstream message quoting its request URL escaped reaches the caller with the operator’s fixed appKey redacted', async () => {
+    const fixedKey = await proxyTo(upstream.origin, { upstream: { apiKeyMode: 'fixed', appKey: 'OPERATORsecret42' } });
+    const response = await fetch(`${fixedKey}/index.asmx/Search?query=help-url`);
+    expect(await response.text()).toBe(
+      'Invalid product. returnUrl=http%3A%2F%2Fupstream%2Fproduct.search.cp%3Fv%3D3%26appKey%3D[redacted]%26query%3Dhelp-url\r\n',
+    );
   });
 
   it('a refused connection', async () => {

@@ -13,6 +13,8 @@ import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/
  * whitespace-only text, comments, CDATA against text of the same characters. Two faults agree when
  * their codes do (`soap:Server`, or the HTTP status): their texts name different backends' failures.
  * Keys are no difference worth showing: an element or attribute named as a key compares redacted.
+ * A diff shows names, namespace URIs and the path through the same redaction as texts: an answer
+ * may echo a key in any of them.
  */
 
 /** One answer as it went or would have gone to the caller. */
@@ -69,7 +71,7 @@ export function compareAnswers(binding: BindingName, translated: AnsweredCall, l
     text.length <= READ_TEXT_LIMIT ? redact(text, secrets) : `${redact(text.slice(0, READ_TEXT_LIMIT), secrets, { truncated: true })}…`;
   const found = difference(normalise(binding, translated), normalise(binding, legacy), show);
   if (found === null) return null;
-  return { path: cut(found.path), translated: cut(found.translated), legacy: cut(found.legacy) };
+  return { path: cut(show(found.path)), translated: cut(found.translated), legacy: cut(found.legacy) };
 }
 
 function difference(translated: Normalised, legacy: Normalised, show: Show): Diff | null {
@@ -202,7 +204,7 @@ function childSteps(children: readonly NormalNode[]): string[] {
 
 // --- Showing ---------------------------------------------------------------------------------------
 
-/** A node as compact markup, written only as far as a diff shows it, its texts and values as `show` shows them. */
+/** A node as compact markup, written only as far as a diff shows it, its names, texts and values as `show` shows them. */
 function render(node: NormalNode, show: Show): string {
   const parts: string[] = [];
   let length = 0;
@@ -213,9 +215,10 @@ function render(node: NormalNode, show: Show): string {
   };
   const visit = (current: NormalNode): boolean => {
     if (typeof current === 'string') return write(JSON.stringify(show(current)));
-    const attributes = current.attributes.map(([name, value]) => ` ${name}=${JSON.stringify(show(value))}`).join('');
-    if (current.children.length === 0) return write(`<${current.name}${attributes} />`);
-    return write(`<${current.name}${attributes}>`) && current.children.every(visit) && write(`</${current.name}>`);
+    const name = show(current.name);
+    const attributes = current.attributes.map(([attribute, value]) => ` ${show(attribute)}=${JSON.stringify(show(value))}`).join('');
+    if (current.children.length === 0) return write(`<${name}${attributes} />`);
+    return write(`<${name}${attributes}>`) && current.children.every(visit) && write(`</${name}>`);
   };
   visit(node);
   return parts.join('');

@@ -5,11 +5,13 @@ import { urlDecode } from '../inbound/aspnet/url-decode.js';
  * the text rather than by listing spellings of a key. Pure. Three kinds of places are redacted:
  *
  * - the value of a `name=value` pair whose name ASP.NET reads as a key parameter (decoded as
- *   HttpUtility.UrlDecode does, matched in any case): a query string, a form, a URL quoted in a message;
+ *   HttpUtility.UrlDecode does, matched in any case): a query string, a form, a URL quoted in a message,
+ *   also where that URL is itself escaped once (`%26appKey%3Dvalue`, as a `returnUrl` quotes it);
  * - the content of an element named as a key parameter, whatever its prefix or attributes, with its
  *   brackets written as they are or escaped (a SOAP body, or one quoted in a message);
  * - each given secret wherever the text spells it: as it is, %-escaped (UTF-8 in either case, `%uXXXX`,
- *   `+` for a space), as XML entities or character references, or any mix of these.
+ *   `+` for a space), as XML entities or character references, as JSON `\uXXXX` escapes, or any mix of
+ *   these; in any ASCII case, except in a text a client reads (`wholeTokens`).
  *
  * Where these overlap they make one `[redacted]`. A marker already in the text (a text redacted before)
  * stays as it is: a short key is not found again inside it.
@@ -39,11 +41,21 @@ export interface RedactOptions {
 type Span = readonly [start: number, end: number];
 
 export function redact(text: string, secrets: readonly string[], options: RedactOptions = {}): string {
+  const views = viewsOf(text);
+  // A text only operators read (a log line, a shadow diff) may echo a key upper-cased: any ASCII case
+  // is the key there. A client's fault text keeps the case, so that a short key spares the words around it.
+  const caseless = options.wholeTokens !== true;
+  const searched = caseless ? views.map((view) => ({ ...view, decoded: asciiLowerCase(view.decoded) })) : views;
   const markers = markersIn(text);
   const echoed = secrets
-    .flatMap((secret) => secretSpans(text, secret, options))
+    .flatMap((secret) => secretSpans(text, searched, caseless ? asciiLowerCase(secret) : secret, options))
     .filter(([start, end]) => !markers.some(([from, to]) => start < to && from < end));
-  return replaced(text, [...keyParameterValues(text), ...keyElementContents(text), ...echoed]);
+  return replaced(text, [...views.flatMap(keyParameterValues), ...keyElementContents(text), ...echoed]);
+}
+
+/** Only A to Z: every other character keeps its length, so that a position in the text stays one. */
+function asciiLowerCase(text: string): string {
+  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 
 function markersIn(text: string): Span[] {
@@ -56,14 +68,22 @@ function markersIn(text: string): Span[] {
 
 /**
  * A name that may decode to a key's (letters, or their escapes) and its value, up to the next pair or
- * the end of the URL it is in. Not after a letter, digit or escape: that is another name.
+ * the end of the URL it is in. Not after a letter, digit or escape: that is another name. The value is
+ * looked ahead at, not taken: a URL quoted in it (`returnUrl=http://…?appKey=…`) has pairs of its own.
  */
-const PARAMETER = /(?<![\w%])((?:[a-z]|%[0-9a-f]{2}|%u[0-9a-f]{4})+)=([^&\s"'<>]+)/gi;
+const PARAMETER = /(?<![\w%])((?:[a-z]|%[0-9a-f]{2}|%u[0-9a-f]{4})+)=(?=([^&\s"'<>]+))/gi;
 
-function keyParameterValues(text: string): Span[] {
-  return [...text.matchAll(PARAMETER)]
+/**
+ * Read in each view: as it is, `apiKey=a%26b` is the key `a&b`; decoded, `appKey%3Dk%26v%3D1` is the
+ * pair `appKey=k` of an escaped URL, its `=` and `&` escaped in any case or as `%u0026`.
+ */
+function keyParameterValues(view: View): Span[] {
+  return [...view.decoded.matchAll(PARAMETER)]
     .filter(([, name]) => namesKey(urlDecode(name!)))
-    .map((pair) => [pair.index + pair[1]!.length + 1, pair.index + pair[0].length]);
+    .map((pair) => {
+      const start = pair.index + pair[0].length;
+      return view.spelling(start, start + pair[2]!.length);
+    });
 }
 
 /** `<`, `>` as written in markup, or escaped in a text that quotes it. */
@@ -103,27 +123,44 @@ interface View {
   spelling(first: number, end: number): Span;
 }
 
-function secretSpans(text: string, secret: string, { wholeTokens = false, truncated = false }: RedactOptions): Span[] {
+function secretSpans(
+  text: string,
+  views: readonly View[],
+  secret: string,
+  { wholeTokens = false, truncated = false }: RedactOptions,
+): Span[] {
   if (secret === '') return [];
-  const spans = viewsOf(text).flatMap((view) => occurrences(view, secret, truncated ? text : null));
+  const spans = views.flatMap((view) => occurrences(view, secret, truncated ? text : null));
   return wholeTokens ? spans.filter(([start, end]) => standsAlone(text, start, end)) : spans;
 }
 
 /**
- * The text as it is (a secret may hold what looks like an escape), and decoded with `+` read as a
- * space (a query or form) and as a plus (anything else), where these differ.
+ * How a view reads escapes: every kind, with `+` as a space (a query or form) or as a plus (anything
+ * else); or only entities and character references, as an XML writer escapes a text whose `%` (a key
+ * that holds `%aa`) is its own.
  */
+type Reading = 'query' | 'text' | 'markup';
+
+/** The text as it is (a secret may hold what looks like an escape), and in each reading where it differs. */
 function viewsOf(text: string): View[] {
   const asIs: View = { decoded: text, spelling: (first, end) => [first, end] };
-  const escaped = /[%&]/.test(text);
-  return [asIs, ...(escaped || text.includes('+') ? [decodedView(text, true)] : []), ...(escaped ? [decodedView(text, false)] : [])];
+  const escaped = /[%&\\]/.test(text);
+  const readings: Reading[] = [
+    ...(escaped || text.includes('+') ? (['query'] as const) : []),
+    ...(escaped ? (['text'] as const) : []),
+    ...(text.includes('&') && /[%\\]/.test(text) ? (['markup'] as const) : []),
+  ];
+  return [asIs, ...readings.map((reading) => decodedView(text, reading))];
 }
 
-/** `%uXXXX`, `%XX`, `&#xH…;`, `&#D…;` (with any leading zeros), and XML's five entities, in any case. */
-const ESCAPE = /%u([0-9a-f]{4})|%([0-9a-f]{2})|&#x0*([0-9a-f]{1,6});|&#0*(\d{1,7});|&(amp|lt|gt|quot|apos);/iy;
+/**
+ * `%uXXXX` or JSON's `\uXXXX`, `%XX`, `&#xH…;`, `&#D…;` (with any leading zeros), and XML's five
+ * entities, in any case.
+ */
+const ESCAPE = /[%\\]u([0-9a-f]{4})|%([0-9a-f]{2})|&#x0*([0-9a-f]{1,6});|&#0*(\d{1,7});|&(amp|lt|gt|quot|apos);/iy;
 const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
-function decodedView(text: string, plusIsSpace: boolean): View {
+function decodedView(text: string, reading: Reading): View {
   // An escape is never shorter than what it decodes to: the text's length bounds the view's.
   const units = new Uint16Array(text.length);
   const starts = new Int32Array(text.length);
@@ -131,7 +168,7 @@ function decodedView(text: string, plusIsSpace: boolean): View {
   let count = 0;
   let at = 0;
   while (at < text.length) {
-    const [decoded, length] = escapeAt(text, at, plusIsSpace) ?? [text[at]!, 1];
+    const [decoded, length] = escapeAt(text, at, reading) ?? [text[at]!, 1];
     for (let index = 0; index < decoded.length; index++) {
       units[count] = decoded.charCodeAt(index);
       starts[count] = at;
@@ -150,10 +187,10 @@ function fromCharCodes(units: Uint16Array): string {
 }
 
 /** The characters an escape at `at` stands for, and its length; null where none starts. */
-function escapeAt(text: string, at: number, plusIsSpace: boolean): [decoded: string, length: number] | null {
-  const first = text[at];
-  if (first === '+') return plusIsSpace ? [' ', 1] : null;
-  if (first !== '%' && first !== '&') return null;
+function escapeAt(text: string, at: number, reading: Reading): [decoded: string, length: number] | null {
+  const first = text.charAt(at);
+  if (first === '+') return reading === 'query' ? [' ', 1] : null;
+  if (!(reading === 'markup' ? '&' : '%&\\').includes(first)) return null;
   ESCAPE.lastIndex = at;
   const escape = ESCAPE.exec(text);
   if (escape === null) return null;
@@ -190,7 +227,7 @@ function utf8Length(lead: number): number {
 }
 
 /** What may follow the last whole unit of a truncated text: the start of an escape the end cut. */
-const CUT_ESCAPE = /^(?:(?:%[0-9a-f]{2})*(?:%(?:u[0-9a-f]{0,3}|[0-9a-f]?))?|&[#a-z0-9]*)$/i;
+const CUT_ESCAPE = /^(?:(?:%[0-9a-f]{2})*(?:%(?:u[0-9a-f]{0,3}|[0-9a-f]?))?|&[#a-z0-9]*|\\(?:u[0-9a-f]{0,3})?)$/i;
 /** Longer than the longest escape CUT_ESCAPE waits for: only the end of a text is looked at. */
 const CUT_ESCAPE_MAX = 16;
 
@@ -232,13 +269,21 @@ function failureFunction(pattern: string): number[] {
 }
 
 /**
+ * A whole escape next to a secret, ending in a hex digit (`%3D`, `%u0020`, `\u0020`): a boundary, not
+ * a letter of the word, or `appKey%3D` and `%20` would hide the key beside them. (An entity's `&` and
+ * `;` are boundaries already.)
+ */
+const ESCAPE_BEFORE = /(?:%[0-9a-f]{2}|[%\\]u[0-9a-f]{4})$/i;
+const ESCAPE_AFTER = /^(?:%[0-9a-f]{2}|[%\\]u[0-9a-f]{4})/i;
+
+/**
  * Not inside a word, an escape or a URL-encoded run. A `.` or `-` next to it ends a sentence or a
  * word unless a letter or digit follows it.
  */
 function standsAlone(text: string, start: number, end: number): boolean {
-  const before = text.slice(Math.max(0, start - 2), start);
-  const after = text.slice(end, end + 2);
-  return !/[\w%+~]$|\w[.-]$/.test(before) && !/^[\w%+~]|^[.-]\w/.test(after);
+  const before = text.slice(Math.max(0, start - 6), start);
+  const after = text.slice(end, end + 6);
+  return (ESCAPE_BEFORE.test(before) || !/[\w%+~]$|\w[.-]$/.test(before)) && (ESCAPE_AFTER.test(after) || !/^[\w%+~]|^[.-]\w/.test(after));
 }
 
 // --- Replacing ------------------------------------------------------------------------------------
