@@ -53,7 +53,11 @@ function scenarios(storeId: string, storePageSize: number): Scenario[] {
     { name: 'proxy: SOAP 1.2 Search', server: 'proxy', request: soapCall('1.2', 'Search', SEARCH) },
     { name: 'proxy: HTTP GET Search', server: 'proxy', request: { method: 'GET', path: '/index.asmx/Search?query=' } },
     // The same 60 items as Search returns, but from two upstream pages of 34 (items 34 to 101).
-    { name: 'proxy: AdvancedSearch, 60 items over 2 pages', server: 'proxy', request: soapCall('1.1', 'AdvancedSearch', '<startResults>41</startResults><maxResults>60</maxResults>') },
+    {
+      name: 'proxy: AdvancedSearch, 60 items over 2 pages',
+      server: 'proxy',
+      request: soapCall('1.1', 'AdvancedSearch', '<startResults>41</startResults><maxResults>60</maxResults>'),
+    },
     {
       name: `proxy: StoreLookupPaged, 1 page at ${STORE_DELAY_MS} ms`,
       server: 'proxy',
@@ -160,7 +164,8 @@ async function main(): Promise<void> {
   // Added latency at half of the passthrough's peak rate, open loop in microseconds (bench/latency.ts),
   // in interleaved rounds like the rest: more of them, since a p99 of one round is a few dozen answers.
   const halfRate = Math.max(1, Math.round(passthrough.requestsPerSecond / 2));
-  const atHalf = (scenario: Scenario): Promise<LatencyRun> => latencyAtRate(servers[scenario.server].url, scenario.request, halfRate, SECONDS);
+  const atHalf = (scenario: Scenario): Promise<LatencyRun> =>
+    latencyAtRate(servers[scenario.server].url, scenario.request, halfRate, SECONDS);
   const halfRatePair = async (proxyFirst: boolean): Promise<{ passthrough: LatencyRun; proxy: LatencyRun }> => {
     if (proxyFirst) {
       const proxy = await atHalf(all[2] as Scenario);
@@ -173,32 +178,87 @@ async function main(): Promise<void> {
   await halfRatePair(false);
   const halfRateRounds = await sequence(LATENCY_ROUNDS, (round) => halfRatePair(round % 2 === 1));
   const halfRateErrors = halfRateRounds.reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors, 0);
-  const halfRateP99s = { passthrough: halfRateRounds.map((round) => round.passthrough.p99Ms), proxy: halfRateRounds.map((round) => round.proxy.p99Ms) };
+  const halfRateP99s = {
+    passthrough: halfRateRounds.map((round) => round.passthrough.p99Ms),
+    proxy: halfRateRounds.map((round) => round.proxy.p99Ms),
+  };
   const p99PassthroughAtHalf = median(halfRateP99s.passthrough);
   const p99ProxyAtHalf = median(halfRateP99s.proxy);
-  const loadGeneratorLatenessP99Ms = median(halfRateRounds.flatMap((round) => [round.passthrough.sendLatenessP99Ms, round.proxy.sendLatenessP99Ms]));
+  const loadGeneratorLatenessP99Ms = median(
+    halfRateRounds.flatMap((round) => [round.passthrough.sendLatenessP99Ms, round.proxy.sendLatenessP99Ms]),
+  );
   // The p99 of every answer of every round together: a pause that spoils one round counts here in full.
-  const pooledP99 = (runs: readonly LatencyRun[]): number => quantile(runs.flatMap((run) => run.latenciesUs).sort((x, y) => x - y), 0.99) / 1000;
-  const pooledP99AtHalf = { passthrough: pooledP99(halfRateRounds.map((round) => round.passthrough)), proxy: pooledP99(halfRateRounds.map((round) => round.proxy)) };
+  const pooledP99 = (runs: readonly LatencyRun[]): number =>
+    quantile(
+      runs.flatMap((run) => run.latenciesUs).sort((x, y) => x - y),
+      0.99,
+    ) / 1000;
+  const pooledP99AtHalf = {
+    passthrough: pooledP99(halfRateRounds.map((round) => round.passthrough)),
+    proxy: pooledP99(halfRateRounds.map((round) => round.proxy)),
+  };
 
   // Memory last, apart from every timed run: the live heap needs a forced full collection, after
   // which V8 sizes the heap for memory and this proxy ran at half its rate for tens of seconds.
-  const heapGrowth = await liveHeapGrowth(servers.proxy, all.filter((s) => s.server === 'proxy' && !s.sequential));
+  const heapGrowth = await liveHeapGrowth(
+    servers.proxy,
+    all.filter((s) => s.server === 'proxy' && !s.sequential),
+  );
 
   const byName = (prefix: string): Summary => summaries.find((s) => s.name.startsWith(prefix)) as Summary;
   const onePage = byName('proxy: StoreLookupPaged');
   const tenPages = byName('proxy: StoreLookup,');
   const targets = [
-    { target: 'Search over SOAP 1.1 ≥ 0.8 × (a) req/s', value: proxySoap11.requestsPerSecond / passthrough.requestsPerSecond, limit: 0.8, atLeast: true },
-    { target: 'Search over SOAP 1.1 ≥ 1.0 × (b) req/s', value: proxySoap11.requestsPerSecond / facade.requestsPerSecond, limit: 1.0, atLeast: true },
+    {
+      target: 'Search over SOAP 1.1 ≥ 0.8 × (a) req/s',
+      value: proxySoap11.requestsPerSecond / passthrough.requestsPerSecond,
+      limit: 0.8,
+      atLeast: true,
+    },
+    {
+      target: 'Search over SOAP 1.1 ≥ 1.0 × (b) req/s',
+      value: proxySoap11.requestsPerSecond / facade.requestsPerSecond,
+      limit: 1.0,
+      atLeast: true,
+    },
     { target: `added p99 over (a) at ${halfRate} req/s ≤ 1 ms`, value: p99ProxyAtHalf - p99PassthroughAtHalf, limit: 1, atLeast: false },
-    { target: 'AdvancedSearch, 60 items over 2 pages ≥ 0.5 × (a) req/s', value: byName('proxy: AdvancedSearch').requestsPerSecond / passthrough.requestsPerSecond, limit: 0.5, atLeast: true },
-    { target: `StoreLookup over ${STORE_PAGES} pages ≤ 1.5 × one page (p50)`, value: tenPages.p50Ms / Math.max(onePage.p50Ms, 1), limit: 1.5, atLeast: false },
-    { target: 'proxy memory flat: live heap growth from the second round to the last ≤ 10 %', value: heapGrowth, limit: 0.1, atLeast: false },
+    {
+      target: 'AdvancedSearch, 60 items over 2 pages ≥ 0.5 × (a) req/s',
+      value: byName('proxy: AdvancedSearch').requestsPerSecond / passthrough.requestsPerSecond,
+      limit: 0.5,
+      atLeast: true,
+    },
+    {
+      target: `StoreLookup over ${STORE_PAGES} pages ≤ 1.5 × one page (p50)`,
+      value: tenPages.p50Ms / Math.max(onePage.p50Ms, 1),
+      limit: 1.5,
+      atLeast: false,
+    },
+    {
+      target: 'proxy memory flat: live heap growth from the second round to the last ≤ 10 %',
+      value: heapGrowth,
+      limit: 0.1,
+      atLeast: false,
+    },
   ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
 
   const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}${PINNING ? ', servers pinned to core 1' : ', not pinned (no taskset)'}`;
-  const report: Report = { date: new Date().toISOString(), machine, rounds: ROUNDS, secondsPerRun: SECONDS, connections: CONNECTIONS, summaries, p99PassthroughAtHalf, p99ProxyAtHalf, halfRate, halfRateRounds: LATENCY_ROUNDS, halfRateP99s, pooledP99AtHalf, loadGeneratorLatenessP99Ms, targets };
+  const report: Report = {
+    date: new Date().toISOString(),
+    machine,
+    rounds: ROUNDS,
+    secondsPerRun: SECONDS,
+    connections: CONNECTIONS,
+    summaries,
+    p99PassthroughAtHalf,
+    p99ProxyAtHalf,
+    halfRate,
+    halfRateRounds: LATENCY_ROUNDS,
+    halfRateP99s,
+    pooledP99AtHalf,
+    loadGeneratorLatenessP99Ms,
+    targets,
+  };
   const markdown = renderMarkdown(report, passthrough, facade);
   mkdirSync(RESULTS, { recursive: true });
   writeFileSync(join(RESULTS, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);

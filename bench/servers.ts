@@ -45,12 +45,18 @@ async function startUpstream(options: Options): Promise<string> {
     const target = req.url ?? '/';
     let cached = cache.get(target);
     if (!cached) {
-      cached = fetch(`${demo.url}${target}`).then(async (response) => ({ status: response.status, body: Buffer.from(await response.arrayBuffer()) }));
+      cached = fetch(`${demo.url}${target}`).then(async (response) => ({
+        status: response.status,
+        body: Buffer.from(await response.arrayBuffer()),
+      }));
       cache.set(target, cached);
     }
     const delay = target.startsWith('/product.searchForProductsOfStore.cp') ? (options.storeDelayMs ?? 0) : 0;
     void cached.then(({ status, body }) =>
-      setTimeout(() => res.writeHead(status, { 'content-type': 'text/xml; charset=utf-8', 'content-length': body.length }).end(body), delay),
+      setTimeout(
+        () => res.writeHead(status, { 'content-type': 'text/xml; charset=utf-8', 'content-length': body.length }).end(body),
+        delay,
+      ),
     );
   });
   server.keepAliveTimeout = 60_000;
@@ -69,8 +75,13 @@ async function startPassthrough(options: Options): Promise<string> {
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
   fastify.post('/index.asmx', async (req, reply) => {
     const query = /<query>([^<]*)<\/query>/.exec(String(req.body))?.[1] ?? '';
-    const { body } = await request(`${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(query)}`, { dispatcher: agent });
-    const result = (await body.text()).trim().replace(/>[ \t\r\n]+</g, '><').replace(/^<searchResultSet /, '<searchResultSet xmlns="" ');
+    const { body } = await request(`${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(query)}`, {
+      dispatcher: agent,
+    });
+    const result = (await body.text())
+      .trim()
+      .replace(/>[ \t\r\n]+</g, '><')
+      .replace(/^<searchResultSet /, '<searchResultSet xmlns="" ');
     reply.header('content-type', 'text/xml; charset=utf-8').header('cache-control', 'private, max-age=0');
     return ENVELOPE_HEAD + result + ENVELOPE_TAIL;
   });
@@ -88,7 +99,10 @@ async function startFacade(options: Options): Promise<string> {
     [service.name]: {
       [`${service.name}Soap`]: {
         Search: async (args: { query?: string }) => {
-          const { body } = await request(`${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(args.query ?? '')}`, { dispatcher: agent });
+          const { body } = await request(
+            `${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(args.query ?? '')}`,
+            { dispatcher: agent },
+          );
           return { SearchResult: { $xml: await body.text() } };
         },
       },
@@ -125,6 +139,11 @@ process.on('message', (message) => {
   // this proxy ran at half its rate for tens of seconds after one (bench/run.ts measures memory apart).
   if (message === 'usage after gc') globalThis.gc?.();
   const { heapUsed, rss } = process.memoryUsage();
-  process.send?.({ cpuMs: (cpu.user + cpu.system) / 1000, heapMiB: heapUsed / 2 ** 20, rssMiB: rss / 2 ** 20, maxRssMiB: process.resourceUsage().maxRSS / 1024 });
+  process.send?.({
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    heapMiB: heapUsed / 2 ** 20,
+    rssMiB: rss / 2 ** 20,
+    maxRssMiB: process.resourceUsage().maxRSS / 1024,
+  });
 });
 process.send({ url, ns: NS });

@@ -18,13 +18,22 @@ const MINUTES = Number(values.minutes);
 const RATE = Number(values.rate);
 const SAMPLE_SECONDS = 15;
 
-const form = (op: string, query: string): BenchRequest => ({ method: 'POST', path: `/index.asmx/${op}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: query });
+const form = (op: string, query: string): BenchRequest => ({
+  method: 'POST',
+  path: `/index.asmx/${op}`,
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  body: query,
+});
 const get = (op: string, query: string): BenchRequest => ({ method: 'GET', path: `/index.asmx/${op}?${query}` });
 
 /** Every operation on every binding, answered 200 by the demo catalog. */
 const CALLS: readonly BenchRequest[] = [
   soapCall('1.1', 'Search', '<query>dog</query><apiKey>soak-1</apiKey>'),
-  soapCall('1.2', 'AdvancedSearch', '<query></query><productTypes>Mug,2</productTypes><startResults>41</startResults><maxResults>60</maxResults>'),
+  soapCall(
+    '1.2',
+    'AdvancedSearch',
+    '<query></query><productTypes>Mug,2</productTypes><startResults>41</startResults><maxResults>60</maxResults>',
+  ),
   soapCall('1.1', 'StoreLookupPaged', '<storeId>teeshack</storeId><pageIndex>1</pageIndex><pageSize>25</pageSize>'),
   soapCall('1.2', 'StoreLookup', '<storeId>dogdaycafe</storeId>'),
   soapCall('1.1', 'ProductLookup', '<productNumber>1</productNumber>'),
@@ -49,7 +58,12 @@ async function main(): Promise<void> {
   const sampler = setInterval(() => void sample(), SAMPLE_SECONDS * 1000);
   const result = await autocannon({
     url: proxy.url,
-    requests: CALLS.map((call) => ({ method: call.method, path: call.path, ...(call.headers ? { headers: call.headers } : {}), ...(call.body ? { body: call.body } : {}) })),
+    requests: CALLS.map((call) => ({
+      method: call.method,
+      path: call.path,
+      ...(call.headers ? { headers: call.headers } : {}),
+      ...(call.body ? { body: call.body } : {}),
+    })),
     connections: 16,
     overallRate: RATE,
     duration: MINUTES * 60,
@@ -71,7 +85,11 @@ async function main(): Promise<void> {
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
     rssGrowth: last.rssMiB / first.rssMiB - 1,
     heapGrowth: last.heapMiB / first.heapMiB - 1,
-    samples: samples.map((s) => ({ minute: Number(s.minute.toFixed(2)), rssMiB: Math.round(s.rssMiB), heapMiB: Number(s.heapMiB.toFixed(1)) })),
+    samples: samples.map((s) => ({
+      minute: Number(s.minute.toFixed(2)),
+      rssMiB: Math.round(s.rssMiB),
+      heapMiB: Number(s.heapMiB.toFixed(1)),
+    })),
   };
   const markdown = [
     `Soak of ${new Date().toISOString().slice(0, 10)}: ${MINUTES} min at ${RATE} req/s over ${CALLS.length} calls (every operation, every binding), node ${process.version}.`,

@@ -25,9 +25,11 @@ export function createCallAnswerer(config: Config): CallAnswerer {
   const answerPlan = (plan: Plan, upstream: Fetcher, signal?: AbortSignal): Promise<Page> =>
     executePlan(plan, upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
   // Planned inside the promise: a translation error is a failed call like any other.
-  return Object.assign(async (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => answerPlan(planner.plan(call), upstream, signal), {
-    plan: planner.plan,
-    answerPlan,
-  });
+  return Object.assign(
+    async (call: LegacyCall, upstream: Fetcher, signal?: AbortSignal) => answerPlan(planner.plan(call), upstream, signal),
+    {
+      plan: planner.plan,
+      answerPlan,
+    },
+  );
 }
-

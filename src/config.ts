@@ -15,7 +15,11 @@ export { validateConfig, type Json } from './config/validate.js';
  */
 
 /** The environment variables that set a key, and how their text is read. */
-const ENVIRONMENT: readonly { readonly name: string; readonly key: readonly [string, string]; readonly read?: (name: string, text: string) => Json }[] = [
+const ENVIRONMENT: readonly {
+  readonly name: string;
+  readonly key: readonly [string, string];
+  readonly read?: (name: string, text: string) => Json;
+}[] = [
   { name: 'PORT', key: ['server', 'port'], read: wholeNumber },
   { name: 'HOST', key: ['server', 'host'] },
   { name: 'ADMIN_PORT', key: ['server', 'adminPort'], read: wholeNumber },
@@ -38,7 +42,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: J
     const text = variable(name);
     return text === undefined ? [] : [{ name, key, value: read ? read(name, text) : text }];
   });
-  for (const { key: [section, key], value } of fromEnvironment) merged = merge(merged, { [section]: { [key]: value } }, ConfigSchema);
+  for (const {
+    key: [section, key],
+    value,
+  } of fromEnvironment)
+    merged = merge(merged, { [section]: { [key]: value } }, ConfigSchema);
   for (const layer of overrides) merged = merge(merged, layer, ConfigSchema);
   // A refusal names the variable a value came from, unless an override replaced it.
   const origins = Object.fromEntries(
@@ -56,7 +64,10 @@ export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process
   if (!/^prod(uction)?$/i.test(env.NODE_ENV?.trim() ?? '')) return;
   const production = 'must be set when NODE_ENV is "production"';
   if (config.upstream.baseUrl === null) {
-    throw new ConfigError('UPSTREAM_URL (upstream.baseUrl)', `${production}: without it the proxy would answer real clients from its embedded demo catalog.`);
+    throw new ConfigError(
+      'UPSTREAM_URL (upstream.baseUrl)',
+      `${production}: without it the proxy would answer real clients from its embedded demo catalog.`,
+    );
   }
   if (config.deprecation.clientIdKey === null) {
     throw new ConfigError(

@@ -95,7 +95,13 @@ export type UpstreamFailure =
   | { readonly code: 'no_items'; readonly container: string }
   | { readonly code: 'bad_total' }
   /** A page that does not start where it was asked to, or is short before the last page. */
-  | { readonly code: 'misaligned_page'; readonly offset: number; readonly startResult: string | undefined; readonly items: number; readonly pageSize: number }
+  | {
+      readonly code: 'misaligned_page';
+      readonly offset: number;
+      readonly startResult: string | undefined;
+      readonly items: number;
+      readonly pageSize: number;
+    }
   /** The last page holds fewer items than asked for while its total says more exist: the upstream caps its pages. */
   | { readonly code: 'short_page'; readonly offset: number; readonly items: number; readonly pageSize: number; readonly total: number }
   /** All pages of a list together hold a different number of items than the last one reports. */
@@ -132,7 +138,10 @@ export class UpstreamError extends CallError {
     super(upstreamText(failure), options);
     this.name = 'UpstreamError';
     this.failure = failure;
-    this.reason = failure.code === 'error_document' && (failure.status < 200 || failure.status > 299) ? 'upstream_status' : UPSTREAM_REASONS[failure.code];
+    this.reason =
+      failure.code === 'error_document' && (failure.status < 200 || failure.status > 299)
+        ? 'upstream_status'
+        : UPSTREAM_REASONS[failure.code];
   }
 
   get code(): UpstreamFailureCode {
@@ -213,7 +222,13 @@ export class SoapFault extends CallError {
   readonly version: SoapVersion;
   readonly operation: OperationSpec | null;
 
-  constructor(code: SoapFaultCode, chain: readonly string[], version: SoapVersion, status: 400 | 415 | 500 = 500, operation: OperationSpec | null = null) {
+  constructor(
+    code: SoapFaultCode,
+    chain: readonly string[],
+    version: SoapVersion,
+    status: 400 | 415 | 500 = 500,
+    operation: OperationSpec | null = null,
+  ) {
     super(chain.join(' ---> '));
     this.name = 'SoapFault';
     this.code = code;

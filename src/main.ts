@@ -81,7 +81,11 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     throw err;
   }
   logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${server.servicePath}`);
-  if (adminAddress !== null) logger.info({ event: 'admin_listening', address: adminAddress }, `Operator endpoints (/metrics, /ledger, /healthz, /readyz) on ${adminAddress}`);
+  if (adminAddress !== null)
+    logger.info(
+      { event: 'admin_listening', address: adminAddress },
+      `Operator endpoints (/metrics, /ledger, /healthz, /readyz) on ${adminAddress}`,
+    );
   return {
     url: address,
     adminUrl: adminAddress,
@@ -109,7 +113,12 @@ const LISTEN_PROBLEMS: Readonly<Record<string, string>> = {
 const HOST_PROBLEMS: ReadonlySet<string> = new Set(['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EINVAL']);
 
 /** `keys` name the settings of the host and the port, for the refusal to name the one at fault. */
-async function listenOn(app: FastifyInstance, keys: { readonly host: string; readonly port: string }, host: string, port: number): Promise<string> {
+async function listenOn(
+  app: FastifyInstance,
+  keys: { readonly host: string; readonly port: string },
+  host: string,
+  port: number,
+): Promise<string> {
   try {
     return await app.listen({ host, port });
   } catch (err) {
@@ -117,7 +126,12 @@ async function listenOn(app: FastifyInstance, keys: { readonly host: string; rea
     if (code === undefined) throw err;
     const problem = LISTEN_PROBLEMS[code];
     const key = HOST_PROBLEMS.has(code) ? keys.host : keys.port;
-    throw new StartRefused(key, `${host}:${port}`, code, `cannot be listened on: ${problem === undefined ? message : `the address ${problem}`} (${code}).`);
+    throw new StartRefused(
+      key,
+      `${host}:${port}`,
+      code,
+      `cannot be listened on: ${problem === undefined ? message : `the address ${problem}`} (${code}).`,
+    );
   }
 }
 
@@ -194,7 +208,10 @@ export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoEx
     current = lineStream(1);
     onFailure(err);
   });
-  const switching: LineStream = { write: (line: string) => current.write(line), flush: (done?: (err?: Error) => unknown) => current.flush(done) };
+  const switching: LineStream = {
+    write: (line: string) => current.write(line),
+    flush: (done?: (err?: Error) => unknown) => current.flush(done),
+  };
   return pino({ level: 'info', ...LINE_FORMAT }, switching);
 }
 
@@ -271,10 +288,14 @@ export async function main(): Promise<void> {
     if (stopping) {
       // A second signal: the operator does not want to wait.
       logger.warn({ event: 'stop_forced', signal }, `${signal} again: stopping now`);
-      return exit(1);
+      exit(1);
+      return;
     }
     stopping = true;
-    logger.info({ event: 'stopping', signal }, `${signal}: draining for ${config.server.drainDelayMs} ms, finishing requests in flight, then stopping`);
+    logger.info(
+      { event: 'stopping', signal },
+      `${signal}: draining for ${config.server.drainDelayMs} ms, finishing requests in flight, then stopping`,
+    );
     const deadline = setTimeout(() => {
       logger.warn({ event: 'stop_timeout' }, 'Requests still in flight after the grace period; stopping anyway');
       exit(1);

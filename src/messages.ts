@@ -22,7 +22,8 @@ export const NO_VALID_ACTION = 'Unable to handle request without a valid action 
 export const MISSING_ENVELOPE = 'Request format is invalid: Missing required soap:Envelope element.';
 export const MISSING_BODY = 'Request format is invalid: Missing required soap:Body element.';
 
-export const soapActionNotRecognized = (action: string): string => `Server did not recognize the value of HTTP Header SOAPAction: ${action}.`;
+export const soapActionNotRecognized = (action: string): string =>
+  `Server did not recognize the value of HTTP Header SOAPAction: ${action}.`;
 export const actionNotRecognized = (action: string): string => `Unable to handle request. The action '${action}' was not recognized.`;
 export const versionMismatch = (found: string, expected: string): string =>
   `Possible SOAP version mismatch: Envelope namespace ${found} was unexpected. Expecting ${expected}.`;
@@ -49,7 +50,8 @@ export const SCHEMA_NOT_FOUND = 'Schema not found.';
 // --- ASP.NET error pages ---------------------------------------------------------------------------
 
 export const REQUEST_FORMAT_UNRECOGNIZED = 'Request format is unrecognized.';
-export const urlUnexpectedlyEnding = (pathInfo: string): string => `Request format is unrecognized for URL unexpectedly ending in '${pathInfo}'.`;
+export const urlUnexpectedlyEnding = (pathInfo: string): string =>
+  `Request format is unrecognized for URL unexpectedly ending in '${pathInfo}'.`;
 export const MAX_REQUEST_LENGTH = 'Maximum request length exceeded.';
 export const SERVER_TOO_BUSY = 'Server Too Busy';
 /** What HTTP.sys answered before IIS saw the request. */
@@ -160,7 +162,8 @@ export type RefusalDetail = Refusal & {
 
 export function refusalText(detail: RefusalDetail): string {
   const instead = `Use ${detail.replacement} instead${detail.successor === null ? '.' : `: ${detail.successor}`}`;
-  if (detail.reason === 'sunset') return `This operation is no longer available: ${detail.operation} was switched off on ${instant(detail.since)}. ${instead}`;
+  if (detail.reason === 'sunset')
+    return `This operation is no longer available: ${detail.operation} was switched off on ${instant(detail.since)}. ${instead}`;
   return `This operation is temporarily unavailable (scheduled brownout "${detail.brownout}" until ${instant(detail.until)}): ${detail.operation} is deprecated${sunsetClause(detail)}. ${instead}`;
 }
 
@@ -188,7 +191,13 @@ export type TranslationDetail =
   /** A translator's window from values that are no item range (a negative offset or count). */
   | { readonly code: 'invalid_window'; readonly offset: number; readonly count: number }
   | { readonly code: 'window_page_cap'; readonly count: number; readonly pageCount: number; readonly maxPages: number }
-  | { readonly code: 'store_page_cap'; readonly total: number; readonly pageCount: number; readonly pageSize: number; readonly maxPages: number };
+  | {
+      readonly code: 'store_page_cap';
+      readonly total: number;
+      readonly pageCount: number;
+      readonly pageSize: number;
+      readonly maxPages: number;
+    };
 
 export function translationText(detail: TranslationDetail): string {
   switch (detail.code) {

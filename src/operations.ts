@@ -174,7 +174,11 @@ export const OPERATIONS = [
     replacement: '/product.searchForProductsOfStore.cp',
     mapping: [
       ...STORE_MAPPING,
-      { legacy: '', replacement: '{page}, {size}', note: 'one legacy call returned the whole store: request its pages until the total is reached' },
+      {
+        legacy: '',
+        replacement: '{page}, {size}',
+        note: 'one legacy call returned the whole store: request its pages until the total is reached',
+      },
     ],
     translate: (args, to) => to.allPages(storeParams(args, to), to.paging.storeLookupPageSize),
   }),
@@ -185,7 +189,7 @@ export const OPERATIONS = [
     mapping: [
       ...STORE_MAPPING,
       { legacy: 'pageIndex', replacement: '{page}', note: 'the same page; the legacy pageIndex counts from paging.legacyPageIndexBase' },
-      { legacy: 'pageSize', replacement: '{size}', note: 'the same size, up to the endpoint\'s largest page' },
+      { legacy: 'pageSize', replacement: '{size}', note: "the same size, up to the endpoint's largest page" },
     ],
     translate: (args, to) => to.window(legacyPageWindow(args.pageIndex, args.pageSize, to.paging), storeParams(args, to)),
   }),
@@ -216,8 +220,7 @@ export const OPERATIONS = [
       str('sort'),
     ],
     replacement: '/product.search.cp',
-    migrationNote:
-      'Use page-based requesting instead of startResults and maxResults; parameter merchandiseIds replaces productTypes.',
+    migrationNote: 'Use page-based requesting instead of startResults and maxResults; parameter merchandiseIds replaces productTypes.',
     mapping: [
       { legacy: 'query', replacement: 'query', note: 'the same text' },
       PRODUCT_TYPES_MAPPING,
@@ -264,11 +267,15 @@ export function deprecationText(op: OperationSpec): string {
 }
 
 /** The operation's parameter mapping with the page parameters of its endpoint's paging profile filled in. */
-export function parameterMapping(op: OperationSpec, profiles: Readonly<Record<PagedPath, { readonly pageParam: string; readonly sizeParam: string }>>): ParamMapping[] {
+export function parameterMapping(
+  op: OperationSpec,
+  profiles: Readonly<Record<PagedPath, { readonly pageParam: string; readonly sizeParam: string }>>,
+): ParamMapping[] {
   const profile = (PAGED_PATHS as readonly UpstreamPath[]).includes(op.replacement) ? profiles[op.replacement as PagedPath] : null;
   return op.mapping.map((line) => ({
     ...line,
-    replacement: profile === null ? line.replacement : line.replacement.replace('{page}', profile.pageParam).replace('{size}', profile.sizeParam),
+    replacement:
+      profile === null ? line.replacement : line.replacement.replace('{page}', profile.pageParam).replace('{size}', profile.sizeParam),
   }));
 }
 

@@ -19,7 +19,20 @@ import { SERVICE_NAMESPACE, SOAP11_ENV, SOAP12_ENV } from './support/wire.js';
 const KEY = 'Secret-Key-7fQ2';
 const OPERATIONS = ['StoreLookup', 'StoreLookupPaged', 'ProductLookup', 'Search', 'AdvancedSearch'];
 const STATUSES = new Set([200, 400, 404, 405, 413, 415, 500, 503]);
-const UPSTREAM_PARAMS = new Set(['v', 'appKey', 'query', 'merchandiseIds', 'maxProductsPerDesign', 'sort', 'storeId', 'productId', 'pageNumber', 'resultsPerPage', 'page', 'pageSize']);
+const UPSTREAM_PARAMS = new Set([
+  'v',
+  'appKey',
+  'query',
+  'merchandiseIds',
+  'maxProductsPerDesign',
+  'sort',
+  'storeId',
+  'productId',
+  'pageNumber',
+  'resultsPerPage',
+  'page',
+  'pageSize',
+]);
 
 let upstream: StubUpstream;
 let app: App;
@@ -28,7 +41,10 @@ const lines: string[] = [];
 
 beforeAll(async () => {
   upstream = await recordingUpstream(500);
-  const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: upstream.origin, callTimeoutMs: 2000 }, server: { bodyLimitBytes: 64 * 1024 } });
+  const config = loadConfig(
+    {},
+    { log: { level: 'info' }, upstream: { baseUrl: upstream.origin, callTimeoutMs: 2000 }, server: { bodyLimitBytes: 64 * 1024 } },
+  );
   app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }) });
   proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
 });
@@ -57,20 +73,93 @@ const envelope = (version: '1.1' | '1.2', op: string, inner: string): string =>
   `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${inner}</${op}></soap:Body></soap:Envelope>`;
 
 const KNOWN: readonly (readonly [string, Attack])[] = [
-  ['an external entity (XXE)', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` }, body: `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>${envelope('1.1', 'Search', '<query>&e;</query>')}` }],
-  ['a billion laughs', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` }, body: `<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>${envelope('1.1', 'Search', '<query>&c;</query>')}` }],
-  ['nesting 10,000 deep', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'application/soap+xml; charset=utf-8' }, body: envelope('1.2', 'Search', `${'<x>'.repeat(10_000)}${'</x>'.repeat(10_000)}`) }],
-  ['a body over the limit', { method: 'POST', path: '/index.asmx/Search', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `query=${'a'.repeat(70_000)}` }],
+  [
+    'an external entity (XXE)',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` },
+      body: `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>${envelope('1.1', 'Search', '<query>&e;</query>')}`,
+    },
+  ],
+  [
+    'a billion laughs',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` },
+      body: `<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>${envelope('1.1', 'Search', '<query>&c;</query>')}`,
+    },
+  ],
+  [
+    'nesting 10,000 deep',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'application/soap+xml; charset=utf-8' },
+      body: envelope('1.2', 'Search', `${'<x>'.repeat(10_000)}${'</x>'.repeat(10_000)}`),
+    },
+  ],
+  [
+    'a body over the limit',
+    {
+      method: 'POST',
+      path: '/index.asmx/Search',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `query=${'a'.repeat(70_000)}`,
+    },
+  ],
   ['a query of a million characters', { method: 'GET', path: `/index.asmx/Search?query=${'%41'.repeat(2000)}&apiKey=${KEY}`, headers: {} }],
   ['a path escape out of the service', { method: 'GET', path: '/index.asmx/../../etc/passwd', headers: {} }],
   ['a malformed escape', { method: 'GET', path: '/index.asmx/Se%ZZarch?query=%', headers: {} }],
-  ['an upstream parameter smuggled in a value', { method: 'GET', path: `/index.asmx/Search?query=${encodeURIComponent('dog&appKey=stolen&v=1')}&apiKey=${KEY}`, headers: {} }],
-  ['a store id with a path in it', { method: 'GET', path: `/index.asmx/StoreLookup?storeId=${encodeURIComponent('../../admin?x=1#')}&apiKey=${KEY}`, headers: {} }],
-  ['a SOAPAction with CR and NUL escaped', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: '"http://tempuri.org/%0D%0AX-Evil:%201%00"' }, body: envelope('1.1', 'Search', '') }],
-  ['a CDATA end inside a value', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` }, body: envelope('1.1', 'Search', `<query><![CDATA[ ]]]]><![CDATA[> ]]></query><apiKey>${KEY}</apiKey>`) }],
-  ['an int past Int32 with the key in the envelope', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}ProductLookup"` }, body: envelope('1.1', 'ProductLookup', `<productNumber>99999999999999999999</productNumber><apiKey>${KEY}</apiKey>`) }],
-  ['a windows far past the end', { method: 'GET', path: `/index.asmx/AdvancedSearch?startResults=999999999&maxResults=999999999&apiKey=${KEY}`, headers: {} }],
-  ['a UTF-16 body that says UTF-8', { method: 'POST', path: '/index.asmx', headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` }, body: Buffer.from(envelope('1.1', 'Search', ''), 'utf16le').toString('latin1') }],
+  [
+    'an upstream parameter smuggled in a value',
+    { method: 'GET', path: `/index.asmx/Search?query=${encodeURIComponent('dog&appKey=stolen&v=1')}&apiKey=${KEY}`, headers: {} },
+  ],
+  [
+    'a store id with a path in it',
+    { method: 'GET', path: `/index.asmx/StoreLookup?storeId=${encodeURIComponent('../../admin?x=1#')}&apiKey=${KEY}`, headers: {} },
+  ],
+  [
+    'a SOAPAction with CR and NUL escaped',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: '"http://tempuri.org/%0D%0AX-Evil:%201%00"' },
+      body: envelope('1.1', 'Search', ''),
+    },
+  ],
+  [
+    'a CDATA end inside a value',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` },
+      body: envelope('1.1', 'Search', `<query><![CDATA[ ]]]]><![CDATA[> ]]></query><apiKey>${KEY}</apiKey>`),
+    },
+  ],
+  [
+    'an int past Int32 with the key in the envelope',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}ProductLookup"` },
+      body: envelope('1.1', 'ProductLookup', `<productNumber>99999999999999999999</productNumber><apiKey>${KEY}</apiKey>`),
+    },
+  ],
+  [
+    'a windows far past the end',
+    { method: 'GET', path: `/index.asmx/AdvancedSearch?startResults=999999999&maxResults=999999999&apiKey=${KEY}`, headers: {} },
+  ],
+  [
+    'a UTF-16 body that says UTF-8',
+    {
+      method: 'POST',
+      path: '/index.asmx',
+      headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` },
+      body: Buffer.from(envelope('1.1', 'Search', ''), 'utf16le').toString('latin1'),
+    },
+  ],
 ];
 
 describe('hostile requests', () => {
@@ -79,35 +168,97 @@ describe('hostile requests', () => {
   });
 
   it('300 generated ones over the four bindings: answered in time, XML that parses, no key, a valid upstream request', async () => {
-    const text = fc.string({ unit: fc.constantFrom('a', 'Z', '0', ' ', '<', '>', '&', '"', "'", '%', '+', '=', ';', '/', '\u0000', '\u0001', '\r', '\n', 'é', '😀', '\uFFFE', '&amp;', '&#0;', ']]>'), maxLength: 40 });
+    const text = fc.string({
+      unit: fc.constantFrom(
+        'a',
+        'Z',
+        '0',
+        ' ',
+        '<',
+        '>',
+        '&',
+        '"',
+        "'",
+        '%',
+        '+',
+        '=',
+        ';',
+        '/',
+        '\u0000',
+        '\u0001',
+        '\r',
+        '\n',
+        'é',
+        '😀',
+        '\uFFFE',
+        '&amp;',
+        '&#0;',
+        ']]>',
+      ),
+      maxLength: 40,
+    });
     const operation = fc.oneof(fc.constantFrom(...OPERATIONS), fc.constantFrom('search', 'Nope', '', '/', '%00', 'Search/x'));
     // The key only ever as the key: an action or a product type is echoed in its fault, as ASMX did.
     const param = fc.oneof(
-      fc.tuple(fc.constantFrom('query', 'storeId', 'version', 'productTypes', 'pageIndex', 'pageSize', 'productNumber', 'startResults', 'maxResults', 'sort', 'x'), text),
+      fc.tuple(
+        fc.constantFrom(
+          'query',
+          'storeId',
+          'version',
+          'productTypes',
+          'pageIndex',
+          'pageSize',
+          'productNumber',
+          'startResults',
+          'maxResults',
+          'sort',
+          'x',
+        ),
+        text,
+      ),
       fc.constantFrom<[string, string]>(['apiKey', KEY], ['APIKEY', KEY], ['apiKey', `${KEY} `]),
     );
     const attack: fc.Arbitrary<Attack> = fc.oneof(
-      fc.tuple(operation, fc.array(param, { maxLength: 6 })).map(([op, params]): Attack => ({
-        method: 'GET',
-        path: `/index.asmx/${op}?${params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`,
-        headers: {},
-      })),
-      fc.tuple(operation, fc.array(param, { maxLength: 6 }), fc.constantFrom('application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '', 'text/xml')).map(([op, params, type]): Attack => ({
-        method: 'POST',
-        path: `/index.asmx/${op}`,
-        headers: type === '' ? {} : { 'content-type': type },
-        body: params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&'),
-      })),
-      fc.tuple(fc.constantFrom<'1.1' | '1.2'>('1.1', '1.2'), operation, fc.array(param, { maxLength: 6 }), text, fc.boolean()).map(([version, op, params, action, wellFormed]): Attack => {
-        const inner = params.map(([k, v]) => (wellFormed ? `<${k}>${v.replace(/&(?!amp;)/g, '&amp;').replace(/</g, '&lt;')}</${k}>` : `<${k}>${v}</${k}>`)).join('');
-        return {
-          method: 'POST',
-          path: '/index.asmx',
-          headers: version === '1.1' ? { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${encodeURIComponent(action)}"` } : { 'content-type': `application/soap+xml; charset=utf-8; action="${SERVICE_NAMESPACE}${op}"` },
-          body: envelope(version, op || 'Search', inner),
-        };
-      }),
-      fc.tuple(fc.constantFrom('PUT', 'DELETE', 'PATCH', 'OPTIONS', 'PROPFIND'), operation).map(([method, op]): Attack => ({ method, path: `/index.asmx/${op}`, headers: {} })),
+      fc.tuple(operation, fc.array(param, { maxLength: 6 })).map(
+        ([op, params]): Attack => ({
+          method: 'GET',
+          path: `/index.asmx/${op}?${params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`,
+          headers: {},
+        }),
+      ),
+      fc
+        .tuple(
+          operation,
+          fc.array(param, { maxLength: 6 }),
+          fc.constantFrom('application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '', 'text/xml'),
+        )
+        .map(
+          ([op, params, type]): Attack => ({
+            method: 'POST',
+            path: `/index.asmx/${op}`,
+            headers: type === '' ? {} : { 'content-type': type },
+            body: params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&'),
+          }),
+        ),
+      fc
+        .tuple(fc.constantFrom<'1.1' | '1.2'>('1.1', '1.2'), operation, fc.array(param, { maxLength: 6 }), text, fc.boolean())
+        .map(([version, op, params, action, wellFormed]): Attack => {
+          const inner = params
+            .map(([k, v]) => (wellFormed ? `<${k}>${v.replace(/&(?!amp;)/g, '&amp;').replace(/</g, '&lt;')}</${k}>` : `<${k}>${v}</${k}>`))
+            .join('');
+          return {
+            method: 'POST',
+            path: '/index.asmx',
+            headers:
+              version === '1.1'
+                ? { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${encodeURIComponent(action)}"` }
+                : { 'content-type': `application/soap+xml; charset=utf-8; action="${SERVICE_NAMESPACE}${op}"` },
+            body: envelope(version, op || 'Search', inner),
+          };
+        }),
+      fc
+        .tuple(fc.constantFrom('PUT', 'DELETE', 'PATCH', 'OPTIONS', 'PROPFIND'), operation)
+        .map(([method, op]): Attack => ({ method, path: `/index.asmx/${op}`, headers: {} })),
     );
     await fc.assert(fc.asyncProperty(attack, expectContained), { numRuns: 300 });
 

@@ -60,12 +60,12 @@ function soapEnvelope(version: '1.1' | '1.2', op: OperationName, params: Params)
   // Parameters in declaration order, as generated clients send them.
   const children = findOperation(op)!
     .params.filter((p) => p.name in params)
-    .map((p) => `<${p.name}>${escape(String(params[p.name]))}</${p.name}>`)
+    .map((p) => `<${p.name}>${escapeXml(String(params[p.name]))}</${p.name}>`)
     .join('');
   return `${XML_DECLARATION}<soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
 }
 
-function escape(text: string): string {
+function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 }
 
@@ -98,7 +98,12 @@ async function call(binding: Binding, op: OperationName, params: Params): Promis
       });
       break;
   }
-  return { status: response.status, contentType: response.headers.get('content-type'), body: await response.text(), headers: response.headers };
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    body: await response.text(),
+    headers: response.headers,
+  };
 }
 
 /** The result root, after checking the binding's exact framing (docs/wire.md §4, §6.4). */
@@ -110,7 +115,7 @@ function resultOf(binding: Binding, op: OperationName, answer: Answer): XmlEleme
     expect(answer.contentType).toBe(XML_CONTENT_TYPE);
     expect(answer.body.startsWith('<?xml version="1.0" encoding="utf-8"?>\r\n<searchResultSet ')).toBe(true);
     expect(answer.body).not.toMatch(/[^\r]\n/);
-    expect(answer.body).toMatch(/\r\n  <mainResults/);
+    expect(answer.body).toMatch(/\r\n {2}<mainResults/);
     expect(answer.body.endsWith('</searchResultSet>')).toBe(true);
     return parseXml(answer.body);
   }
@@ -132,7 +137,11 @@ function resultOf(binding: Binding, op: OperationName, answer: Answer): XmlEleme
 
 /** A page straight from the demo upstream. */
 async function upstream(path: string, params: Params): Promise<XmlElement> {
-  const query = new URLSearchParams([['v', '3'], ['appKey', APP_KEY], ...Object.entries(params).map(([k, v]) => [k, String(v)] as [string, string])]);
+  const query = new URLSearchParams([
+    ['v', '3'],
+    ['appKey', APP_KEY],
+    ...Object.entries(params).map(([k, v]) => [k, String(v)] as [string, string]),
+  ]);
   const response = await fetch(`${upstreamUrl}${path}?${query}`);
   expect(response.status).toBe(200);
   return parseXml(await response.text());
@@ -173,7 +182,9 @@ const CASES: readonly Case[] = [
     op: 'StoreLookup',
     params: () => ({ storeId: bigStore, apiKey: APP_KEY, productTypes: '' }),
     check: async (result) => {
-      const pages = await Promise.all([0, 1].map((page) => upstream('/product.searchForProductsOfStore.cp', { storeId: bigStore, page, pageSize: 256 })));
+      const pages = await Promise.all(
+        [0, 1].map((page) => upstream('/product.searchForProductsOfStore.cp', { storeId: bigStore, page, pageSize: 256 })),
+      );
       expect(bigStoreDesigns).toBeGreaterThan(256);
       expect(itemIds(result)).toEqual(pages.flatMap(itemIds));
       expect(itemIds(result)).toHaveLength(bigStoreDesigns);
@@ -186,19 +197,38 @@ const CASES: readonly Case[] = [
     op: 'StoreLookupPaged',
     params: () => ({ storeId: bigStore, apiKey: APP_KEY, productTypes: '-999', pageIndex: 2, pageSize: 40 }),
     check: async (result) => {
-      const direct = await upstream('/product.searchForProductsOfStore.cp', { storeId: bigStore, merchandiseIds: '-999', page: 2, pageSize: 40 });
+      const direct = await upstream('/product.searchForProductsOfStore.cp', {
+        storeId: bigStore,
+        merchandiseIds: '-999',
+        page: 2,
+        pageSize: 40,
+      });
       expect(itemIds(result)).toHaveLength(40);
       expect(compact(result)).toBe(compact(direct));
     },
   },
   {
     op: 'AdvancedSearch',
-    params: () => ({ query: '', apiKey: APP_KEY, productTypes: '-Mug', startResults: 90, maxResults: 150, maxProductsPerDesign: 2, sort: 'by-date-desc' }),
+    params: () => ({
+      query: '',
+      apiKey: APP_KEY,
+      productTypes: '-Mug',
+      startResults: 90,
+      maxResults: 150,
+      maxProductsPerDesign: 2,
+      sort: 'by-date-desc',
+    }),
     // Crosses upstream pages: sliced, concatenated, counters rewritten.
     check: async (result) => {
       const pages = await Promise.all(
         [1, 2, 3].map((pageNumber) =>
-          upstream('/product.search.cp', { merchandiseIds: '-0', maxProductsPerDesign: 2, sort: 'by_date_desc', pageNumber, resultsPerPage: 100 }),
+          upstream('/product.search.cp', {
+            merchandiseIds: '-0',
+            maxProductsPerDesign: 2,
+            sort: 'by_date_desc',
+            pageNumber,
+            resultsPerPage: 100,
+          }),
         ),
       );
       const all = pages.flatMap(itemIds);
@@ -226,8 +256,14 @@ it('covers every operation of the table', () => {
 
 describe('errors keep the binding form', () => {
   it.each([
-    ['SOAP 1.1', '<faultcode>soap:Client</faultcode><faultstring>Server was unable to read request. ---&gt; There is an error in XML document'],
-    ['SOAP 1.2', '<soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to read request. ---&gt; There is an error in XML document'],
+    [
+      'SOAP 1.1',
+      '<faultcode>soap:Client</faultcode><faultstring>Server was unable to read request. ---&gt; There is an error in XML document',
+    ],
+    [
+      'SOAP 1.2',
+      '<soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to read request. ---&gt; There is an error in XML document',
+    ],
   ] as const)('%s: a bad int is a read fault', async (binding, expected) => {
     const answer = await call(binding, 'ProductLookup', { productNumber: 'abc' });
     expect(answer.status).toBe(500);
@@ -239,7 +275,9 @@ describe('errors keep the binding form', () => {
     const answer = await call(binding, 'ProductLookup', { productNumber: 'abc' });
     expect(answer.status).toBe(500);
     expect(answer.contentType).toBe('text/plain; charset=utf-8');
-    expect(answer.body).toBe('Cannot convert abc to System.Int32.\r\nParameter name: type ---> Input string was not in a correct format.\r\n');
+    expect(answer.body).toBe(
+      'Cannot convert abc to System.Int32.\r\nParameter name: type ---> Input string was not in a correct format.\r\n',
+    );
     expect(answer.headers.get('deprecation')).toMatch(/^@\d+$/);
   });
 
@@ -257,14 +295,18 @@ describe('errors keep the binding form', () => {
       expect(answer.body).toBe(`${message.replace(/'/g, '&#39;')}\r\n`);
     } else {
       expect(answer.body).toContain(`Server was unable to process request. ---&gt; ${message}</`);
-      expect(answer.body).toContain(binding === 'SOAP 1.1' ? '<faultcode>soap:Server</faultcode>' : '<soap:Value>soap:Receiver</soap:Value>');
+      expect(answer.body).toContain(
+        binding === 'SOAP 1.1' ? '<faultcode>soap:Server</faultcode>' : '<soap:Value>soap:Receiver</soap:Value>',
+      );
     }
   });
 
   it.each(BINDINGS)('%s: an unknown product type is a client error that names it', async (binding) => {
     const answer = await call(binding, 'AdvancedSearch', { query: 'dog', productTypes: 'Hovercraft' });
     expect(answer.status).toBe(500);
-    expect(answer.body).toContain('Unknown product type &#39;Hovercraft&#39;.'.replace(/&#39;/g, binding.startsWith('HTTP') ? '&#39;' : "'"));
+    expect(answer.body).toContain(
+      'Unknown product type &#39;Hovercraft&#39;.'.replace(/&#39;/g, binding.startsWith('HTTP') ? '&#39;' : "'"),
+    );
   });
 
   it('HTTP GET: an unknown operation and a case mismatch', async () => {
@@ -276,7 +318,11 @@ describe('errors keep the binding form', () => {
   });
 
   it('keeps serving after malformed input', async () => {
-    const garbage = await fetch(`${proxy.url}/index.asmx`, { method: 'POST', headers: { 'content-type': 'text/xml', soapaction: `"${SERVICE_NAMESPACE}Search"` }, body: '<soap:Envelope' });
+    const garbage = await fetch(`${proxy.url}/index.asmx`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/xml', soapaction: `"${SERVICE_NAMESPACE}Search"` },
+      body: '<soap:Envelope',
+    });
     expect(garbage.status).toBe(400);
     expect(await garbage.text()).toBe('');
     const answer = await call('SOAP 1.1', 'Search', { query: 'dog' });

@@ -57,7 +57,9 @@ describe('the schedule (pure)', () => {
   });
 
   it('until is the last instant a window may start: that window runs its course, none follows', () => {
-    const [ending] = scheduleFor([{ name: 'ending', start: '2026-12-01T10:00:00Z', durationMinutes: 30, repeat: 'daily', until: '2026-12-03T10:00:00Z' }]).brownouts;
+    const [ending] = scheduleFor([
+      { name: 'ending', start: '2026-12-01T10:00:00Z', durationMinutes: 30, repeat: 'daily', until: '2026-12-03T10:00:00Z' },
+    ]).brownouts;
     const start = at('2026-12-01T10:00:00Z');
     expect(windowEnd(ending!, start + 2 * DAY + 29 * MINUTE)).toBe(start + 2 * DAY + 30 * MINUTE);
     expect(windowEnd(ending!, start + 3 * DAY)).toBeNull();
@@ -76,7 +78,11 @@ describe('the schedule (pure)', () => {
       { name: 'everything', start: '2026-12-02T10:00:00Z', durationMinutes: 30 },
     ]);
     const first = at('2026-12-01T10:15:00Z');
-    expect(refusalOf(schedule, first, { operation: 'Search', client: 'warehouse' })).toEqual({ reason: 'brownout', brownout: 'search-warehouse', until: at('2026-12-01T10:30:00Z') });
+    expect(refusalOf(schedule, first, { operation: 'Search', client: 'warehouse' })).toEqual({
+      reason: 'brownout',
+      brownout: 'search-warehouse',
+      until: at('2026-12-01T10:30:00Z'),
+    });
     expect(refusalOf(schedule, first, { operation: 'Search', client: 'shop' })).toBeNull();
     expect(refusalOf(schedule, first, { operation: 'Search', client: 'other' })).toBeNull();
     expect(refusalOf(schedule, first, { operation: 'ProductLookup', client: 'warehouse' })).toBeNull();
@@ -89,7 +95,11 @@ describe('the schedule (pure)', () => {
       { name: 'short', start: '2026-12-01T10:00:00Z', durationMinutes: 30 },
       { name: 'long', start: '2026-12-01T09:00:00Z', durationMinutes: 120 },
     ]);
-    expect(refusalOf(schedule, at('2026-12-01T10:10:00Z'), { operation: 'Search', client: 'other' })).toEqual({ reason: 'brownout', brownout: 'long', until: at('2026-12-01T11:00:00Z') });
+    expect(refusalOf(schedule, at('2026-12-01T10:10:00Z'), { operation: 'Search', client: 'other' })).toEqual({
+      reason: 'brownout',
+      brownout: 'long',
+      until: at('2026-12-01T11:00:00Z'),
+    });
   });
 
   it('after the sunset refuses every call, when refuseAfterSunset is set; the sunset alone refuses nothing', () => {
@@ -106,7 +116,14 @@ describe('the schedule (pure)', () => {
 });
 
 describe('the refusal text', () => {
-  const brownout = { reason: 'brownout', brownout: 'dec-week-1', until: at('2026-12-01T10:30:00Z'), operation: 'Search', replacement: '/product.search.cp', at: at('2026-12-01T10:10:00Z') } as const;
+  const brownout = {
+    reason: 'brownout',
+    brownout: 'dec-week-1',
+    until: at('2026-12-01T10:30:00Z'),
+    operation: 'Search',
+    replacement: '/product.search.cp',
+    at: at('2026-12-01T10:10:00Z'),
+  } as const;
 
   it('names the brownout and its end, the sunset, the replacement and the exact successor request', () => {
     expect(refusalText({ ...brownout, successor: '/product.search.cp?v=3&query=dog', sunsetAt: at('2027-06-30T00:00:00Z') })).toBe(
@@ -128,7 +145,17 @@ describe('the refusal text', () => {
 
   it('after the sunset says the operation is switched off, and when', () => {
     const sunsetAt = at('2027-06-30T00:00:00Z');
-    expect(refusalText({ reason: 'sunset', since: sunsetAt, at: sunsetAt + DAY, operation: 'ProductLookup', replacement: '/product.searchForProduct.cp', successor: '/product.searchForProduct.cp?v=3&productId=42', sunsetAt })).toBe(
+    expect(
+      refusalText({
+        reason: 'sunset',
+        since: sunsetAt,
+        at: sunsetAt + DAY,
+        operation: 'ProductLookup',
+        replacement: '/product.searchForProduct.cp',
+        successor: '/product.searchForProduct.cp?v=3&productId=42',
+        sunsetAt,
+      }),
+    ).toBe(
       'This operation is no longer available: ProductLookup was switched off on 2027-06-30T00:00:00Z. Use /product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42',
     );
   });
@@ -139,13 +166,21 @@ describe('the configuration', () => {
   const attempt = (brownout: Json) => () => loadConfig({}, { clients: CLIENTS, brownouts: [brownout] });
 
   it('fills in the defaults of an entry', () => {
-    expect(loadConfig({}, { brownouts: [valid] }).brownouts).toEqual([{ ...valid, operations: [], clients: [], repeat: null, until: null }]);
+    expect(loadConfig({}, { brownouts: [valid] }).brownouts).toEqual([
+      { ...valid, operations: [], clients: [], repeat: null, until: null },
+    ]);
   });
 
   it.each([
-    [{ ...valid, clients: ['warehose'] }, 'brownouts entry 1 (dec-week-1) names the client "warehose", which the clients table does not list.'],
+    [
+      { ...valid, clients: ['warehose'] },
+      'brownouts entry 1 (dec-week-1) names the client "warehose", which the clients table does not list.',
+    ],
     [{ ...valid, clients: ['other'] }, 'brownouts entry 1 (dec-week-1) names the client "other", which the clients table does not list.'],
-    [{ ...valid, operations: ['Serch'] }, 'brownouts.0.operations.0 must be one of "StoreLookup", "StoreLookupPaged", "ProductLookup", "Search", "AdvancedSearch", got "Serch".'],
+    [
+      { ...valid, operations: ['Serch'] },
+      'brownouts.0.operations.0 must be one of "StoreLookup", "StoreLookupPaged", "ProductLookup", "Search", "AdvancedSearch", got "Serch".',
+    ],
     [{ ...valid, start: '2026-12-01T10:00:00' }, 'brownouts.0.start must be an ISO 8601 date and time with an offset'],
     [{ ...valid, repeat: 'hourly' }, 'brownouts.0.repeat must be one of "daily", "weekly", got "hourly".'],
     [{ ...valid, repeat: 'daily', until: 'soon' }, 'brownouts.0.until must be an ISO 8601 date and time with an offset'],
@@ -153,11 +188,23 @@ describe('the configuration', () => {
     [{ ...valid, durationMinutes: 1.5 }, 'brownouts.0.durationMinutes must be a whole number from 1 to 525600, got 1.5.'],
     [{ name: 'x', durationMinutes: 30 }, 'brownouts.0.start is required.'],
     [{ ...valid, name: 'dec week' }, 'brownouts.0.name must be 1 to 64 letters, digits, "_", "." or "-", got "dec week".'],
-    [{ ...valid, durationMinute: 30 }, 'brownouts.0.durationMinute is not a configuration key (did you mean brownouts.0.durationMinutes?).'],
-    [{ ...valid, until: '2026-12-08T10:00:00Z' }, 'brownouts entry 1 (dec-week-1) sets until without repeat; until ends a repeated brownout.'],
+    [
+      { ...valid, durationMinute: 30 },
+      'brownouts.0.durationMinute is not a configuration key (did you mean brownouts.0.durationMinutes?).',
+    ],
+    [
+      { ...valid, until: '2026-12-08T10:00:00Z' },
+      'brownouts entry 1 (dec-week-1) sets until without repeat; until ends a repeated brownout.',
+    ],
     [{ ...valid, repeat: 'daily', until: '2026-11-30T10:00:00Z' }, 'brownouts entry 1 (dec-week-1) has until earlier than its start.'],
-    [{ ...valid, repeat: 'daily', durationMinutes: 1440 }, 'brownouts entry 1 (dec-week-1) must last less than the day it repeats in (1440 minutes).'],
-    [{ ...valid, repeat: 'weekly', durationMinutes: 10080 }, 'brownouts entry 1 (dec-week-1) must last less than the week it repeats in (10080 minutes).'],
+    [
+      { ...valid, repeat: 'daily', durationMinutes: 1440 },
+      'brownouts entry 1 (dec-week-1) must last less than the day it repeats in (1440 minutes).',
+    ],
+    [
+      { ...valid, repeat: 'weekly', durationMinutes: 10080 },
+      'brownouts entry 1 (dec-week-1) must last less than the week it repeats in (10080 minutes).',
+    ],
   ])('%j is refused', (brownout, message) => {
     expect(attempt(brownout)).toThrow(`Invalid configuration: ${message}`);
   });
@@ -200,7 +247,8 @@ describe('through the front door, on a clock the test sets', () => {
     recorded.upstream.requests.length = 0;
   });
 
-  const call = (binding: CallBinding, op: string, params: Readonly<Record<string, string>>): Promise<Response> => legacyCall(recorded.base, binding, op, params);
+  const call = (binding: CallBinding, op: string, params: Readonly<Record<string, string>>): Promise<Response> =>
+    legacyCall(recorded.base, binding, op, params);
   const searchDog = (binding: CallBinding, apiKey: string): Promise<Response> => call(binding, 'Search', { query: 'dog', apiKey });
   const hits = (): Record<string, unknown>[] => recorded.lines.filter((line) => line.event === 'deprecated_call');
   const metrics = async (): Promise<string> => (await fetch(`${recorded.admin}/metrics`)).text();
@@ -210,23 +258,35 @@ describe('through the front door, on a clock the test sets', () => {
   /** The same over HTTP GET/POST, written out once (docs/wire.md §6.3): HTML-encoded, then CRLF. */
   const REFUSAL_TEXT = `This operation is temporarily unavailable (scheduled brownout &quot;dec-week-1&quot; until 2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: /product.search.cp?v=3&amp;query=dog\r\n`;
 
-  it.each(CALL_BINDINGS)('%s: in the window, the chosen client is refused with the replacement, its successor and the sunset, and nothing goes upstream', async (binding) => {
-    now = at('2026-12-01T10:10:00Z');
-    const response = await searchDog(binding, 'warehouse-key');
-    const body = await response.text();
-    expectRefusal(binding, response, body, REFUSAL);
-    if (binding === 'httpGet') expect(body).toBe(REFUSAL_TEXT);
-    // The window closes at 10:30: 20 minutes on.
-    expect(response.headers.get('retry-after')).toBe('1200');
-    expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${SUCCESSOR}>; rel="successor-version"`);
-    expect(response.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT');
-    expect(recorded.upstream.requests).toEqual([]);
-    // The hit is the only line about the call.
-    expect(recorded.lines).toHaveLength(1);
-    expect(hits()[0]).toMatchObject({ operation: 'Search', binding, client: 'warehouse', successor: SUCCESSOR, outcome: 'refused', reason: 'brownout', status: 500, upstreamRequests: 0 });
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: in the window, the chosen client is refused with the replacement, its successor and the sunset, and nothing goes upstream',
+    async (binding) => {
+      now = at('2026-12-01T10:10:00Z');
+      const response = await searchDog(binding, 'warehouse-key');
+      const body = await response.text();
+      expectRefusal(binding, response, body, REFUSAL);
+      if (binding === 'httpGet') expect(body).toBe(REFUSAL_TEXT);
+      // The window closes at 10:30: 20 minutes on.
+      expect(response.headers.get('retry-after')).toBe('1200');
+      expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${SUCCESSOR}>; rel="successor-version"`);
+      expect(response.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT');
+      expect(recorded.upstream.requests).toEqual([]);
+      // The hit is the only line about the call.
+      expect(recorded.lines).toHaveLength(1);
+      expect(hits()[0]).toMatchObject({
+        operation: 'Search',
+        binding,
+        client: 'warehouse',
+        successor: SUCCESSOR,
+        outcome: 'refused',
+        reason: 'brownout',
+        status: 500,
+        upstreamRequests: 0,
+      });
+    },
+  );
 
-  it('the caller\'s own values reach the fault only as the successor\'s URL encoding, and the fault is well-formed XML', async () => {
+  it("the caller's own values reach the fault only as the successor's URL encoding, and the fault is well-formed XML", async () => {
     now = at('2026-12-01T10:10:00Z');
     // `<b>&"` as SOAP carries it.
     const response = await call('soap12', 'Search', { query: '&lt;b&gt;&amp;&quot;', apiKey: 'warehouse-key' });
@@ -234,23 +294,26 @@ describe('through the front door, on a clock the test sets', () => {
     expectRefusal('soap12', response, await response.text(), text);
   });
 
-  it.each(CALL_BINDINGS)('%s: in the window, another client, and the chosen client calling another operation, are answered', async (binding) => {
-    now = at('2026-12-01T10:10:00Z');
-    const other = await searchDog(binding, 'shop-key');
-    expect(other.status).toBe(200);
-    await other.text();
-    const stranger = await searchDog(binding, 'stranger-key');
-    expect(stranger.status).toBe(200);
-    await stranger.text();
-    const lookup = await call(binding, 'ProductLookup', { productNumber: '42', apiKey: 'warehouse-key' });
-    expect(lookup.status).toBe(200);
-    await lookup.text();
-    expect(hits().map(({ client, outcome }) => [client, outcome])).toEqual([
-      ['shop', 'ok'],
-      [expect.stringMatching(/^hmac:[0-9a-f]{12}$/), 'ok'],
-      ['warehouse', 'ok'],
-    ]);
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: in the window, another client, and the chosen client calling another operation, are answered',
+    async (binding) => {
+      now = at('2026-12-01T10:10:00Z');
+      const other = await searchDog(binding, 'shop-key');
+      expect(other.status).toBe(200);
+      await other.text();
+      const stranger = await searchDog(binding, 'stranger-key');
+      expect(stranger.status).toBe(200);
+      await stranger.text();
+      const lookup = await call(binding, 'ProductLookup', { productNumber: '42', apiKey: 'warehouse-key' });
+      expect(lookup.status).toBe(200);
+      await lookup.text();
+      expect(hits().map(({ client, outcome }) => [client, outcome])).toEqual([
+        ['shop', 'ok'],
+        [expect.stringMatching(/^hmac:[0-9a-f]{12}$/), 'ok'],
+        ['warehouse', 'ok'],
+      ]);
+    },
+  );
 
   it.each([
     ['a moment before the window', '2026-12-01T09:59:59.999Z', 200],
@@ -271,7 +334,8 @@ describe('through the front door, on a clock the test sets', () => {
     now = at('2026-12-09T00:15:00Z');
     const response = await call('soap11', 'AdvancedSearch', { query: 'dog', apiKey: 'shop-key', productTypes: 'Hovercraft' });
     const body = await response.text();
-    const text = 'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2026-12-09T01:00:00Z): AdvancedSearch is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead.';
+    const text =
+      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2026-12-09T01:00:00Z): AdvancedSearch is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead.';
     expectRefusal('soap11', response, body, text);
     expect(response.headers.get('retry-after')).toBe('2700');
     expect(response.headers.get('link')).toBeNull();
@@ -307,14 +371,17 @@ describe('after the sunset, with refuseAfterSunset (the product as npm start run
   it('refuses every caller on every binding for good, naming the replacement and the sunset, without Retry-After', async () => {
     const proxy = await startProxy({ deprecation: { ...sunset, refuseAfterSunset: true } });
     try {
-      const text = 'This operation is no longer available: ProductLookup was switched off on 2021-01-01T00:00:00Z. Use /product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42';
+      const text =
+        'This operation is no longer available: ProductLookup was switched off on 2021-01-01T00:00:00Z. Use /product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42';
       for (const binding of CALL_BINDINGS) {
         const response = await legacyCall(proxy.url, binding, 'ProductLookup', { productNumber: '42', apiKey: `caller-${binding}` });
         const body = await response.text();
         expectRefusal(binding, response, body, text);
         expect(response.headers.get('retry-after')).toBeNull();
       }
-      expect(await (await fetch(`${proxy.adminUrl}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap12",outcome="refused",client="other"\} 1$/m);
+      expect(await (await fetch(`${proxy.adminUrl}/metrics`)).text()).toMatch(
+        /^legacy_calls_total\{operation="ProductLookup",binding="soap12",outcome="refused",client="other"\} 1$/m,
+      );
     } finally {
       await proxy.stop();
     }
@@ -333,7 +400,8 @@ describe('after the sunset, with refuseAfterSunset (the product as npm start run
 });
 
 /** docs/wire.md §6.3: .NET's HtmlEncode of the characters a refusal text holds. */
-const htmlEncoded = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+const htmlEncoded = (text: string): string =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 
 /** A refusal on each binding: what an exception of the web method gives (docs/wire.md §5.3, §6.3), the SOAP fault well-formed. */
 function expectRefusal(binding: CallBinding, response: Response, body: string, text: string): void {

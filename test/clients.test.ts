@@ -32,7 +32,13 @@ describe('finding the client of a call', () => {
   );
 
   it('by apiKey, by the fingerprint of the key, by address range (IPv4, IPv6 and IPv4 seen by a dual-stack socket)', () => {
-    expect(identify('k-warehouse', '203.0.113.9')).toEqual({ name: 'warehouse', label: 'warehouse', fingerprint: clientFingerprint('k-warehouse'), team: 'Logistics', contact: 'ops@example.com' });
+    expect(identify('k-warehouse', '203.0.113.9')).toEqual({
+      name: 'warehouse',
+      label: 'warehouse',
+      fingerprint: clientFingerprint('k-warehouse'),
+      team: 'Logistics',
+      contact: 'ops@example.com',
+    });
     expect(identify('k-shop', null)).toMatchObject({ name: 'shop', label: 'shop', team: null });
     expect(identify(null, '10.1.200.7')).toMatchObject({ name: 'office', fingerprint: 'anonymous' });
     expect(identify('someone', '2001:db8::42')).toMatchObject({ name: 'office', fingerprint: clientFingerprint('someone') });
@@ -45,7 +51,13 @@ describe('finding the client of a call', () => {
   });
 
   it('everyone else is named by fingerprint and labelled "other"', () => {
-    expect(identify('stranger', '203.0.113.9')).toEqual({ name: clientFingerprint('stranger'), label: 'other', fingerprint: clientFingerprint('stranger'), team: null, contact: null });
+    expect(identify('stranger', '203.0.113.9')).toEqual({
+      name: clientFingerprint('stranger'),
+      label: 'other',
+      fingerprint: clientFingerprint('stranger'),
+      team: null,
+      contact: null,
+    });
     expect(identify(null, null)).toMatchObject({ name: 'anonymous', label: 'other' });
     // Behind a trusted proxy the address is whatever X-Forwarded-For said.
     expect(identify(null, 'not an address')).toMatchObject({ name: 'anonymous', label: 'other' });
@@ -53,7 +65,13 @@ describe('finding the client of a call', () => {
 
   it('with another deprecation.clientIdKey, the same keys of the table are matched through that HMAC', () => {
     const other = 'another-client-id-key-0123456789';
-    const keyed = directoryOf([{ name: 'warehouse', apiKeys: ['k-warehouse'] }, { name: 'shop', fingerprints: [fingerprintOf('k-shop', other)] }], other);
+    const keyed = directoryOf(
+      [
+        { name: 'warehouse', apiKeys: ['k-warehouse'] },
+        { name: 'shop', fingerprints: [fingerprintOf('k-shop', other)] },
+      ],
+      other,
+    );
     expect(keyed('k-warehouse', null)).toMatchObject({ name: 'warehouse', fingerprint: fingerprintOf('k-warehouse', other) });
     expect(keyed('k-shop', null).name).toBe('shop');
     expect(identify('k-shop', null).fingerprint).not.toBe(keyed('k-shop', null).fingerprint);
@@ -69,28 +87,60 @@ describe('finding the client of a call', () => {
 
 describe('the clients table in the configuration', () => {
   it.each<[Json, string]>([
-    [[{ name: 'other', apiKeys: ['k'] }], 'clients.0.name must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and not a fingerprint, got "other".'],
+    [
+      [{ name: 'other', apiKeys: ['k'] }],
+      'clients.0.name must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and not a fingerprint, got "other".',
+    ],
     [[{ name: 'sha256:0123456789ab', apiKeys: ['k'] }], 'clients.0.name must be 1 to 64 letters'],
     [[{ name: 'has space', apiKeys: ['k'] }], 'clients.0.name must be 1 to 64 letters'],
     [[{ apiKeys: ['k'] }], 'clients.0.name is required.'],
-    [[{ name: 'a', addresses: ['10.0.0.0/33'] }], 'clients.0.addresses.0 must be an IP address or a CIDR range such as "10.1.0.0/16", got "10.0.0.0/33".'],
+    [
+      [{ name: 'a', addresses: ['10.0.0.0/33'] }],
+      'clients.0.addresses.0 must be an IP address or a CIDR range such as "10.1.0.0/16", got "10.0.0.0/33".',
+    ],
     [[{ name: 'a', addresses: ['example.com'] }], 'clients.0.addresses.0 must be an IP address or a CIDR range'],
-    [[{ name: 'a', fingerprints: ['0123456789ab'] }], 'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab", got "0123456789ab".'],
-    [[{ name: 'a', fingerprints: ['sha256:0123456789ab'] }], 'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab", got "sha256:0123456789ab".'],
+    [
+      [{ name: 'a', fingerprints: ['0123456789ab'] }],
+      'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab", got "0123456789ab".',
+    ],
+    [
+      [{ name: 'a', fingerprints: ['sha256:0123456789ab'] }],
+      'clients.0.fingerprints.0 must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab", got "sha256:0123456789ab".',
+    ],
     [[{ name: 'a', apiKey: 'k' }], 'clients.0.apiKey is not a configuration key (did you mean clients.0.apiKeys?).'],
     [[{ name: 'a' }], 'clients entry 1 (a) must list at least one of apiKeys, fingerprints, addresses.'],
-    [[{ name: 'a', apiKeys: ['k1'] }, { name: 'a', apiKeys: ['k2'] }], 'clients entry 2 (a) names the name a that entry 1 (a) names; each belongs to one client.'],
-    [[{ name: 'a', apiKeys: ['k1'] }, { name: 'b', apiKeys: ['k1'] }], 'clients entry 2 (b) names an apiKey that entry 1 (a) names; each belongs to one client.'],
-    [[{ name: 'a', addresses: ['10.0.0.0/8', '10.0.0.0/8'] }], 'clients entry 1 (a) names the address range 10.0.0.0/8 that it names already; each belongs to one client.'],
+    [
+      [
+        { name: 'a', apiKeys: ['k1'] },
+        { name: 'a', apiKeys: ['k2'] },
+      ],
+      'clients entry 2 (a) names the name a that entry 1 (a) names; each belongs to one client.',
+    ],
+    [
+      [
+        { name: 'a', apiKeys: ['k1'] },
+        { name: 'b', apiKeys: ['k1'] },
+      ],
+      'clients entry 2 (b) names an apiKey that entry 1 (a) names; each belongs to one client.',
+    ],
+    [
+      [{ name: 'a', addresses: ['10.0.0.0/8', '10.0.0.0/8'] }],
+      'clients entry 1 (a) names the address range 10.0.0.0/8 that it names already; each belongs to one client.',
+    ],
     [{ name: 'a' }, 'clients must be a list.'],
   ])('refuses %j', (clients, message) => {
     expect(() => validateConfig({ clients })).toThrow(`Invalid configuration: ${message}`);
   });
 
   it('never quotes an apiKey back', () => {
-    expect(() => validateConfig({ clients: [{ name: 'a', apiKeys: ['top-secret'] }, { name: 'b', apiKeys: ['top-secret'] }] })).toThrow(
-      expect.objectContaining({ message: expect.not.stringContaining('top-secret') }),
-    );
+    expect(() =>
+      validateConfig({
+        clients: [
+          { name: 'a', apiKeys: ['top-secret'] },
+          { name: 'b', apiKeys: ['top-secret'] },
+        ],
+      }),
+    ).toThrow(expect.objectContaining({ message: expect.not.stringContaining('top-secret') }));
   });
 
   it('defaults to no clients, and takes team and contact', () => {
@@ -111,7 +161,9 @@ describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dis
     });
 
   it('turns apiKeys on stdin into the fingerprints the hits show with CLIENT_ID_KEY, one per line', async () => {
-    expect(await run({ CLIENT_ID_KEY: TEST_CLIENT_ID_KEY })).toBe(`${fingerprintOf('key-one', TEST_CLIENT_ID_KEY)}\n${fingerprintOf('key-two', TEST_CLIENT_ID_KEY)}\n`);
+    expect(await run({ CLIENT_ID_KEY: TEST_CLIENT_ID_KEY })).toBe(
+      `${fingerprintOf('key-one', TEST_CLIENT_ID_KEY)}\n${fingerprintOf('key-two', TEST_CLIENT_ID_KEY)}\n`,
+    );
   });
 
   it('uses deprecation.clientIdKey from CONFIG_FILE, as the proxy does', async () => {
@@ -119,7 +171,9 @@ describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dis
     try {
       const file = join(dir, 'config.json');
       writeFileSync(file, JSON.stringify({ deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } }));
-      expect(await run({ CONFIG_FILE: file })).toBe(`${fingerprintOf('key-one', TEST_CLIENT_ID_KEY)}\n${fingerprintOf('key-two', TEST_CLIENT_ID_KEY)}\n`);
+      expect(await run({ CONFIG_FILE: file })).toBe(
+        `${fingerprintOf('key-one', TEST_CLIENT_ID_KEY)}\n${fingerprintOf('key-two', TEST_CLIENT_ID_KEY)}\n`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -129,13 +183,16 @@ describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dis
     await expect(run({ CLIENT_ID_KEY: '' })).rejects.toThrow('Invalid configuration: CLIENT_ID_KEY is set but empty');
     const { CLIENT_ID_KEY: _unset, ...without } = process.env;
     const refused = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['dist/src/fingerprint.js'], { env: without }, (err, stdout, stderr) => resolve({ code: err ? (err.code as number) : 0, stdout, stderr }));
+      const child = execFile(process.execPath, ['dist/src/fingerprint.js'], { env: without }, (err, stdout, stderr) =>
+        resolve({ code: err ? (err.code as number) : 0, stdout, stderr }),
+      );
       child.stdin!.end('key-one\n');
     });
     expect(refused).toEqual({
       code: 1,
       stdout: '',
-      stderr: 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
+      stderr:
+        'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
     });
   });
 });

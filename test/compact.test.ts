@@ -61,7 +61,28 @@ const mostly = <T>(usual: fc.Arbitrary<T>, rare: fc.Arbitrary<T>): fc.Arbitrary<
 /** Characters and references, the ones at the edges of the canonical subset now and then. */
 const piece = mostly(
   pick('a', 'Z', '0', ' ', 'é', '€', '😀', '&amp;', '&lt;', '&gt;', '"', "'"),
-  pick('&quot;', '&apos;', '&#65;', '&#x9;', '>', '\t', '\n', '\r', '\u0001', '&', '<', ']]>', '\uFFFE', '\uFFFF', '\uFFFD', '\u0085', '\uD800', '\uDC00', '\uD800&lt;', ...MALFORMED),
+  pick(
+    '&quot;',
+    '&apos;',
+    '&#65;',
+    '&#x9;',
+    '>',
+    '\t',
+    '\n',
+    '\r',
+    '\u0001',
+    '&',
+    '<',
+    ']]>',
+    '\uFFFE',
+    '\uFFFF',
+    '\uFFFD',
+    '\u0085',
+    '\uD800',
+    '\uDC00',
+    '\uD800&lt;',
+    ...MALFORMED,
+  ),
 );
 const chars = (max: number): fc.Arbitrary<string> => fc.array(piece, { maxLength: max }).map((parts) => parts.join(''));
 /** The root the fast path expects, or one whose name only starts like it. */
@@ -76,7 +97,12 @@ const attribute = fc
 
 const { element } = fc.letrec<{ element: string; node: string }>((tie) => ({
   element: fc
-    .tuple(name, fc.array(attribute, { maxLength: 3 }), mostly(pick('children', ' />'), pick('/>', 'pair')), fc.array(tie('node'), { maxLength: 4, depthIdentifier: 'tree' }))
+    .tuple(
+      name,
+      fc.array(attribute, { maxLength: 3 }),
+      mostly(pick('children', ' />'), pick('/>', 'pair')),
+      fc.array(tie('node'), { maxLength: 4, depthIdentifier: 'tree' }),
+    )
     .map(([tag, attributes, form, children]) => {
       const open = `<${tag}${attributes.join('')}`;
       if (form === '/>' || form === ' />') return `${open}${form}`;
@@ -100,7 +126,10 @@ const documentText = fc
     mostly(pick(''), pick('<?xml version="1.0"?>', '<!DOCTYPE searchResultSet>', '\uFEFF')),
     rootName,
     fc.array(attribute, { maxLength: 3 }),
-    fc.array(element.chain((e) => fc.tuple(space, fc.constant(e)).map(([s, x]) => s + x)), { maxLength: 4 }),
+    fc.array(
+      element.chain((e) => fc.tuple(space, fc.constant(e)).map(([s, x]) => s + x)),
+      { maxLength: 4 },
+    ),
     space,
     mostly(pick(''), pick('trailing', '<b />', '<!-- after -->')),
     mostly(fc.constant(null), fc.nat()),
@@ -186,7 +215,11 @@ describe('the fast path for upstream pages', () => {
   it.each([
     ['a byte order mark', `\uFEFF<${ROOT}>x</${ROOT}>`, `<${ROOT}>x</${ROOT}>`],
     ['a byte order mark, then white space', `\uFEFF \r\n<${ROOT} />\r\n`, `<${ROOT} />`],
-    ['characters of two, three and four bytes', `<${ROOT} a="é€😀\u0085\uFFFD"> é€😀\uFDD0\uFFFD </${ROOT}>`, `<${ROOT} a="é€😀\u0085\uFFFD"> é€😀\uFDD0\uFFFD </${ROOT}>`],
+    [
+      'characters of two, three and four bytes',
+      `<${ROOT} a="é€😀\u0085\uFFFD"> é€😀\uFDD0\uFFFD </${ROOT}>`,
+      `<${ROOT} a="é€😀\u0085\uFFFD"> é€😀\uFDD0\uFFFD </${ROOT}>`,
+    ],
     ['64 attributes', `<${ROOT}${Array.from({ length: 64 }, (_, i) => ` a${i}="1"`).join('')} />`, null],
     ['tabs and line feeds in text', `<${ROOT}>\n\ta\n<b />\t</${ROOT}>`, `<${ROOT}>\n\ta\n<b /></${ROOT}>`],
     ['nesting at 128 levels', `<${ROOT}>${'<a>'.repeat(127)}x${'</a>'.repeat(127)}</${ROOT}>`, null],
@@ -221,7 +254,7 @@ describe('the fast path for upstream pages', () => {
 
   it('takes a pretty-printed page of 8 MB as the check on text did, and still one after it', () => {
     const item = '\r\n    <i a="1" b="é">x &amp; 😀 y<c /></i>';
-    const page = `<${ROOT}>\r\n  <mainResults>${item.repeat(8 * 2 ** 20 / item.length)}\r\n  </mainResults>\r\n</${ROOT}>\r\n`;
+    const page = `<${ROOT}>\r\n  <mainResults>${item.repeat((8 * 2 ** 20) / item.length)}\r\n  </mainResults>\r\n</${ROOT}>\r\n`;
     expect(Buffer.byteLength(page)).toBeGreaterThan(8_000_000);
     expect(compactDocument(Buffer.from(page), ROOT)?.bytes.toString('utf8')).toBe(referenceCompact(page, ROOT));
     expect(expectSameAsSlowPath(bytesOf(`<${ROOT}><a>x</a></${ROOT}>`))).toBe(true);
@@ -267,20 +300,38 @@ describe('windows and whole lists cut and joined as text', () => {
   it('give the bytes, or the failure, of the same pages as trees', () => {
     let compared = 0;
     fc.assert(
-      fc.property(fc.nat(300), fc.nat(120), fc.integer({ min: 1, max: 50 }), fc.nat(400), fc.nat(3), (offset, count, maxPageSize, total, shift) => {
-        const window = { offset, count };
-        const run = planPages(window, maxPageSize);
-        const texts = Array.from({ length: run.pageCount }, (_, i) =>
-          pageDocument(total, new Map([['pageNumber', String(run.firstPage + i + 1)], ['resultsPerPage', String(run.pageSize)]]), SEARCH_PAGES)
-            // Now and then a page that does not start where it was asked to.
-            .replace(/startResult="(\d+)"/, (match, start: string) => (i === 1 && shift === 0 ? `startResult="${Number(start) + 1}"` : match)),
-        );
-        const compact = texts.map((text) => compactDocument(bytesOf(text), ROOT));
-        if (compact.some((page) => page === null)) return;
-        compared++;
-        const trees = texts.map((text) => parseXml(text, { positions: false }));
-        expect(rendered(() => assembleWindow(compact as Page[], window, run, SHAPE))).toEqual(rendered(() => assembleWindow(trees, window, run, SHAPE)));
-      }),
+      fc.property(
+        fc.nat(300),
+        fc.nat(120),
+        fc.integer({ min: 1, max: 50 }),
+        fc.nat(400),
+        fc.nat(3),
+        (offset, count, maxPageSize, total, shift) => {
+          const window = { offset, count };
+          const run = planPages(window, maxPageSize);
+          const texts = Array.from({ length: run.pageCount }, (_, i) =>
+            pageDocument(
+              total,
+              new Map([
+                ['pageNumber', String(run.firstPage + i + 1)],
+                ['resultsPerPage', String(run.pageSize)],
+              ]),
+              SEARCH_PAGES,
+            )
+              // Now and then a page that does not start where it was asked to.
+              .replace(/startResult="(\d+)"/, (match, start: string) =>
+                i === 1 && shift === 0 ? `startResult="${Number(start) + 1}"` : match,
+              ),
+          );
+          const compact = texts.map((text) => compactDocument(bytesOf(text), ROOT));
+          if (compact.some((page) => page === null)) return;
+          compared++;
+          const trees = texts.map((text) => parseXml(text, { positions: false }));
+          expect(rendered(() => assembleWindow(compact as Page[], window, run, SHAPE))).toEqual(
+            rendered(() => assembleWindow(trees, window, run, SHAPE)),
+          );
+        },
+      ),
       { numRuns: 300 },
     );
     expect(compared).toBeGreaterThan(100);
@@ -290,7 +341,14 @@ describe('windows and whole lists cut and joined as text', () => {
     const pageSize = 10;
     const pages = (grow: number): string[] =>
       Array.from({ length: Math.max(1, Math.ceil(total / pageSize)) }, (_, i) =>
-        pageDocument(total + i * grow, new Map([['page', String(i)], ['pageSize', String(pageSize)]]), STORE_PAGES),
+        pageDocument(
+          total + i * grow,
+          new Map([
+            ['page', String(i)],
+            ['pageSize', String(pageSize)],
+          ]),
+          STORE_PAGES,
+        ),
       );
     for (const texts of [pages(0), pages(1)]) {
       const compact = texts.map((text) => compactDocument(bytesOf(text), ROOT) ?? parseXml(text, { positions: false }));
@@ -305,7 +363,9 @@ describe('windows and whole lists cut and joined as text', () => {
     expect(compact).not.toBeNull();
     const window = { offset: 0, count: 5 };
     const run = planPages(window, 10);
-    expect(rendered(() => assembleWindow([compact as Page], window, run, SHAPE))).toEqual(rendered(() => assembleWindow([parseXml(page)], window, run, SHAPE)));
+    expect(rendered(() => assembleWindow([compact as Page], window, run, SHAPE))).toEqual(
+      rendered(() => assembleWindow([parseXml(page)], window, run, SHAPE)),
+    );
   });
 
   it('find containers and items however elements of their names (or names that start like them) nest', () => {

@@ -31,19 +31,41 @@ describe('configuration validation', () => {
     [{ upstream: { baseURL: 'http://upstream.example' } }, 'upstream.baseURL is not a configuration key (did you mean upstream.baseUrl?).'],
     [{ log: { levle: 'debug' } }, 'log.levle is not a configuration key (did you mean log.level?).'],
     [{ server: { prot: 8080 } }, 'server.prot is not a configuration key (did you mean server.port?).'],
+    // biome-ignore lint/correctness/noPrecisionLoss: a number too large for a double is the point: JSON can carry one.
     [{ server: { port: 1e400 } }, 'server.port must be a whole number from 0 to 65535, got Infinity.'],
-    [{ server: { adminPort: 8080 } }, 'server.adminPort must differ from server.port (8080): the operator endpoints have a listener of their own.'],
-    [{ server: { adminPort: 'admin' } }, 'server.adminPort must be a port number (0 to 65535) or null for no operator listener, got "admin".'],
-    [{ server: { operatorOnServicePort: ['/healthz'] } }, 'server.operatorOnServicePort.0 must be one of "/metrics", "/ledger", got "/healthz".'],
+    [
+      { server: { adminPort: 8080 } },
+      'server.adminPort must differ from server.port (8080): the operator endpoints have a listener of their own.',
+    ],
+    [
+      { server: { adminPort: 'admin' } },
+      'server.adminPort must be a port number (0 to 65535) or null for no operator listener, got "admin".',
+    ],
+    [
+      { server: { operatorOnServicePort: ['/healthz'] } },
+      'server.operatorOnServicePort.0 must be one of "/metrics", "/ledger", got "/healthz".',
+    ],
     [{ server: { operatorOnServicePort: ['/metrics', '/metrics'] } }, 'server.operatorOnServicePort must not name a value twice.'],
-    [{ upstream: { apiKeyMode: 'map', apiKeyMap: { 'Legacy-Secret-Key-123': 5 } } }, 'upstream.apiKeyMap.<an apiKey> must be a non-empty string.'],
+    [
+      { upstream: { apiKeyMode: 'map', apiKeyMap: { 'Legacy-Secret-Key-123': 5 } } },
+      'upstream.apiKeyMap.<an apiKey> must be a non-empty string.',
+    ],
     [{ deprecation: { clientIdKey: 'too-short-to-be-a-key' } }, 'deprecation.clientIdKey must be at least 32 characters long.'],
-    [{ deprecation: { clientIdKey: 'ab'.repeat(20) } }, 'deprecation.clientIdKey must be a random key, not a repeated pattern (fewer than 8 different characters)'],
+    [
+      { deprecation: { clientIdKey: 'ab'.repeat(20) } },
+      'deprecation.clientIdKey must be a random key, not a repeated pattern (fewer than 8 different characters)',
+    ],
     [{ server: { trustProxy: 'yes' } }, 'server.trustProxy must be true, false or the number of proxies in front (1 to 16), got "yes".'],
     [{ server: { trustProxy: 0 } }, 'server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.'],
     [{ upstream: { baseUrl: 'ftp://upstream.example' } }, 'upstream.baseUrl must be an http or https URL, got "ftp://upstream.example".'],
-    [{ upstream: { baseUrl: 'http://us%E0:pass@upstream.example/' } }, 'upstream.baseUrl must have its user name and password %-encoded, got "http://***@upstream.example/".'],
-    [{ paging: { profiles: { '/product.search.cp': { pageSize: 'size' } } } }, 'paging.profiles./product.search.cp.pageSize is not a configuration key.'],
+    [
+      { upstream: { baseUrl: 'http://us%E0:pass@upstream.example/' } },
+      'upstream.baseUrl must have its user name and password %-encoded, got "http://***@upstream.example/".',
+    ],
+    [
+      { paging: { profiles: { '/product.search.cp': { pageSize: 'size' } } } },
+      'paging.profiles./product.search.cp.pageSize is not a configuration key.',
+    ],
     [{ paging: { profiles: { '/product.search': { maxPageSize: 50 } } } }, 'paging.profiles./product.search is not a configuration key.'],
   ])('%j is refused', (overrides, message) => {
     expect(attempt(overrides)).toThrow(`Invalid configuration: ${message}`);
@@ -60,8 +82,12 @@ describe('configuration validation', () => {
     );
     const file = join(mkdtempSync(join(tmpdir(), 'config-json-')), 'proxy.json');
     writeFileSync(file, '{"upstream":{"apiKeyMode":"fixed","appKey":SuperSecretAppKey}}');
-    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(new RegExp(`^Invalid configuration: CONFIG_FILE is not valid JSON \\(${file}(: line 1, column \\d+)?\\)\\.$`));
-    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(expect.objectContaining({ message: expect.not.stringContaining('SuperSecre') }));
+    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(
+      new RegExp(`^Invalid configuration: CONFIG_FILE is not valid JSON \\(${file}(: line 1, column \\d+)?\\)\\.$`),
+    );
+    expect(() => loadConfig({ CONFIG_FILE: file })).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('SuperSecre') }),
+    );
   });
 
   it('never shows the credentials of a refused URL', () => {

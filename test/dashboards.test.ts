@@ -81,11 +81,14 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20
  */
 async function traffic(): Promise<void> {
   // Bodies read to the end: a response left unread keeps its connection busy, and stop() waits for it.
-  const call = (path: string): Promise<void> => fetch(`${proxy.url}/index.asmx/${path}`).then(async (response) => void (await response.arrayBuffer()));
+  const call = (path: string): Promise<void> =>
+    fetch(`${proxy.url}/index.asmx/${path}`).then(async (response) => void (await response.arrayBuffer()));
   await Promise.all([
     call('Search?query=dog&apiKey=warehouse-key&version=1'),
     call('ProductLookup?productNumber=3&apiKey=shop-key&version=1'),
-    call('AdvancedSearch?query=dog&apiKey=stranger&version=1&productTypes=Hovercraft&startResults=&maxResults=&maxProductsPerDesign=&sort='),
+    call(
+      'AdvancedSearch?query=dog&apiKey=stranger&version=1&productTypes=Hovercraft&startResults=&maxResults=&maxProductsPerDesign=&sort=',
+    ),
     call('StoreLookup?storeId=nope&apiKey=shop-key&version=1&productTypes='),
   ]);
   await Promise.all(Array.from({ length: 12 }, () => call('Search?query=&apiKey=warehouse-key&version=1')));
@@ -103,7 +106,15 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
       ],
       server: { maxConcurrentCalls: 2 },
       // Open for the whole test: the shop's ProductLookup calls are refused.
-      brownouts: [{ name: 'test-window', operations: ['ProductLookup'], clients: ['shop'], start: new Date(Date.now() - 60_000).toISOString(), durationMinutes: 60 }],
+      brownouts: [
+        {
+          name: 'test-window',
+          operations: ['ProductLookup'],
+          clients: ['shop'],
+          start: new Date(Date.now() - 60_000).toISOString(),
+          durationMinutes: 60,
+        },
+      ],
     });
     dataDir = mkdtempSync(join(tmpdir(), 'prometheus-'));
     const config = join(dataDir, 'prometheus.yml');
@@ -119,12 +130,22 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
     );
     const port = await freePort();
     api = `http://127.0.0.1:${port}`;
-    prometheus = spawn(PROMETHEUS, [`--config.file=${config}`, `--storage.tsdb.path=${join(dataDir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+    prometheus = spawn(
+      PROMETHEUS,
+      [`--config.file=${config}`, `--storage.tsdb.path=${join(dataDir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
+      { stdio: 'ignore' },
+    );
     await until('Prometheus to start', async () => (await fetch(`${api}/-/ready`)).ok);
     // Calls over several scrapes, so that every rate has two samples with calls between them.
     const ticker = setInterval(() => void traffic(), 400);
     try {
-      await until('the proxy to be scraped with calls of every kind', async () => (await query('legacy:shed_ratio:rate5m')).length > 0 && (await query('legacy:upstream_failure_ratio:rate5m')).length > 0 && (await query('legacy:shadow_mismatch_ratio:rate5m')).length > 0);
+      await until(
+        'the proxy to be scraped with calls of every kind',
+        async () =>
+          (await query('legacy:shed_ratio:rate5m')).length > 0 &&
+          (await query('legacy:upstream_failure_ratio:rate5m')).length > 0 &&
+          (await query('legacy:shadow_mismatch_ratio:rate5m')).length > 0,
+      );
       await until('every rule to be evaluated', async () => (await rules()).every((rule) => rule.health === 'ok'));
     } finally {
       clearInterval(ticker);
@@ -145,7 +166,10 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
   });
 
   it('promtool: UpstreamDown fires after two minutes of upstream_up 0 on an instance, not for a blip (test/prometheus/upstream-down.test.yml)', () => {
-    const unit = spawnSync(PROMTOOL, ['test', 'rules', 'upstream-down.test.yml'], { cwd: join(ROOT, 'test', 'prometheus'), encoding: 'utf8' });
+    const unit = spawnSync(PROMTOOL, ['test', 'rules', 'upstream-down.test.yml'], {
+      cwd: join(ROOT, 'test', 'prometheus'),
+      encoding: 'utf8',
+    });
     expect(unit.stdout + unit.stderr).toContain('SUCCESS');
     expect(unit.status).toBe(0);
   });
@@ -159,11 +183,16 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
     expect(await query(promql)).not.toEqual([]);
   });
 
-  it.each(dashboard.templating.list.filter((variable) => variable.definition !== undefined))('dashboard variable $name lists values', async ({ definition }) => {
-    const [, metric, label] = /^label_values\((\w+), (\w+)\)$/.exec(definition!)!;
-    const response = (await (await fetch(`${api}/api/v1/label/${label}/values?${new URLSearchParams({ 'match[]': metric! })}`)).json()) as { data: string[] };
-    expect(response.data.length).toBeGreaterThan(0);
-  });
+  it.each(dashboard.templating.list.filter((variable) => variable.definition !== undefined))(
+    'dashboard variable $name lists values',
+    async ({ definition }) => {
+      const [, metric, label] = /^label_values\((\w+), (\w+)\)$/.exec(definition!)!;
+      const response = (await (
+        await fetch(`${api}/api/v1/label/${label}/values?${new URLSearchParams({ 'match[]': metric! })}`)
+      ).json()) as { data: string[] };
+      expect(response.data.length).toBeGreaterThan(0);
+    },
+  );
 
   it('names the configured clients in the client variable and everyone else "other"', async () => {
     const response = (await (await fetch(`${api}/api/v1/label/client/values`)).json()) as { data: string[] };

@@ -184,7 +184,11 @@ describe('product.search.cp', () => {
       version: '3',
       sort: 'by_score_desc',
     });
-    expect(mediaIds(set)).toEqual(byScore(designs).slice(0, 60).map((design) => design.mediaId));
+    expect(mediaIds(set)).toEqual(
+      byScore(designs)
+        .slice(0, 60)
+        .map((design) => design.mediaId),
+    );
     expect(set.searchString).toBe('');
   });
 
@@ -194,12 +198,16 @@ describe('product.search.cp', () => {
     expect(body).not.toContain('\r');
     const lines = body.split('\n');
     expect(lines[1]).toBe('  <mainResults>');
-    expect(lines[2]).toMatch(/^ {4}<searchResultItem type="IMAGE" mediaUrl="http:\/\/images\.cafepress\.com\/image\/\d+_125x125\.jpg" marketplaceUrl="[^"]+" mediaId="\d+">$/);
+    expect(lines[2]).toMatch(
+      /^ {4}<searchResultItem type="IMAGE" mediaUrl="http:\/\/images\.cafepress\.com\/image\/\d+_125x125\.jpg" marketplaceUrl="[^"]+" mediaId="\d+">$/,
+    );
     expect(lines[3]).toBe('      <products total="3">');
-    expect(lines[4]).toMatch(/^ {8}<product thumbnailUrl="[^"]*" marketplaceUrl="[^"]*" productTypeNumber="\d+" item="[^"]*" price="\$\d+\.\d\d" marketplacePrice="\d+\.\d\d" productNumber="\d+" caption="[^"]*" sellerDescription="[^"]*" storeName="[^"]*" storeUrl="[^"]*" parentSectionName="[^"]*" parentSectionUrl="[^"]*">$/);
+    expect(lines[4]).toMatch(
+      /^ {8}<product thumbnailUrl="[^"]*" marketplaceUrl="[^"]*" productTypeNumber="\d+" item="[^"]*" price="\$\d+\.\d\d" marketplacePrice="\d+\.\d\d" productNumber="\d+" caption="[^"]*" sellerDescription="[^"]*" storeName="[^"]*" storeUrl="[^"]*" parentSectionName="[^"]*" parentSectionUrl="[^"]*">$/,
+    );
     expect(lines.at(-1)).toBe('</searchResultSet>');
     expect(body).toContain('  <searchQuery>\n    <searchString />\n  </searchQuery>\n  <subtopics>\n    <subtopic>');
-    for (const line of lines) expect(line).toMatch(/^(  )*<[^ ]/);
+    for (const line of lines) expect(line).toMatch(/^( {2})*<[^ ]/);
   });
 
   it('pages by 1-based pageNumber: consecutive pages are the slices of one big page', async () => {
@@ -215,7 +223,11 @@ describe('product.search.cp', () => {
   it('answers a short last page and an empty page past the end', async () => {
     const last = parseResultSet(await get(SEARCH, { resultsPerPage: '100', pageNumber: '5' }));
     expect(last.root).toMatchObject({ totalDesigns: '480', startResult: '400', resultLength: '80' });
-    expect(mediaIds(last)).toEqual(byScore(designs).slice(400).map((design) => design.mediaId));
+    expect(mediaIds(last)).toEqual(
+      byScore(designs)
+        .slice(400)
+        .map((design) => design.mediaId),
+    );
 
     const past = await get(SEARCH, { resultsPerPage: '25', pageNumber: '100' });
     expect(past.body).toContain('\n  <mainResults />\n');
@@ -225,7 +237,11 @@ describe('product.search.cp', () => {
   it('sorts by_date_desc newest first', async () => {
     const set = parseResultSet(await get(SEARCH, { sort: 'by_date_desc', resultsPerPage: '100', pageNumber: '2' }));
     expect(set.root.sort).toBe('by_date_desc');
-    expect(mediaIds(set)).toEqual(newestFirst(designs).slice(100, 200).map((design) => design.mediaId));
+    expect(mediaIds(set)).toEqual(
+      newestFirst(designs)
+        .slice(100, 200)
+        .map((design) => design.mediaId),
+    );
   });
 
   it('caps the products of each design at maxProductsPerDesign, in catalog order', async () => {
@@ -255,7 +271,11 @@ describe('product.search.cp', () => {
     expect(set.root.totalDesigns).toBe(String(matching.length));
     expect(set.root.totalProducts).toBe(String(sum(matching.map((design) => design.products.filter(mugsOrShirts).length))));
     expect(new Set(productsOf(set).map((product) => product.productTypeNumber))).toEqual(new Set(['0', '2']));
-    expect(mediaIds(set)).toEqual(byScore(matching).slice(0, 100).map((design) => design.mediaId));
+    expect(mediaIds(set)).toEqual(
+      byScore(matching)
+        .slice(0, 100)
+        .map((design) => design.mediaId),
+    );
   });
 
   it('excludes negated merchandise types and then ignores the positive ones', async () => {
@@ -334,7 +354,11 @@ describe('product.searchForProductsOfStore.cp', () => {
   it('pages by pageSize, finds store ids case-insensitively and filters merchandise', async () => {
     const paged = parseResultSet(await get(STORE, { storeId: 'CyberSprocket', page: '2', pageSize: '10' }));
     expect(paged.root).toMatchObject({ startResult: '20', resultLength: '10' });
-    expect(mediaIds(paged)).toEqual(storeDesigns('cybersprocket').slice(20, 30).map((design) => design.mediaId));
+    expect(mediaIds(paged)).toEqual(
+      storeDesigns('cybersprocket')
+        .slice(20, 30)
+        .map((design) => design.mediaId),
+    );
 
     const small = parseResultSet(await get(STORE, { storeId: 'goldenpaws' }));
     expect(small.root).toMatchObject({ totalDesigns: '2', resultLength: '2' });
@@ -370,7 +394,9 @@ describe('product.searchForProduct.cp', () => {
         /^[A-Za-z ]+$/.test(candidate.caption) &&
         candidate.products.some((product) => product.colors.length > 0 && product.sellerDescription.includes('&')),
     ) as Design;
-    const product = design.products.find((candidate) => candidate.colors.length > 0 && candidate.sellerDescription.includes('&')) as Product;
+    const product = design.products.find(
+      (candidate) => candidate.colors.length > 0 && candidate.sellerDescription.includes('&'),
+    ) as Product;
     const section = design.section as NonNullable<Design['section']>;
     const storeUrl = 'http://www.cafepress.com/spayneuter';
     const words = [...new Set(design.caption.toLowerCase().split(' '))].sort();
@@ -435,7 +461,9 @@ describe('the double-escaping quirk', () => {
   it('doubles & and apostrophes of catalog text on the wire, so one decode still shows entities', async () => {
     const products = designs.flatMap((design) => design.products);
     for (const special of ["'", '"', '<']) {
-      const product = products.find((candidate) => candidate.caption.includes(special) || candidate.sellerDescription.includes(special)) as Product;
+      const product = products.find(
+        (candidate) => candidate.caption.includes(special) || candidate.sellerDescription.includes(special),
+      ) as Product;
       const answer = await get(PRODUCT, { productId: String(product.productNumber) });
       expect(answer.body).toContain(`caption="${twice(product.caption)}" sellerDescription="${twice(product.sellerDescription)}"`);
     }
@@ -549,9 +577,7 @@ describe('errors', () => {
 
     const json = await request(SEARCH, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"v":"3"}' });
     expect(json.status).toBe(415);
-    expect(helpMessage(json)).toBe(
-      "Unsupported content type 'application/json'. Send the fields as application/x-www-form-urlencoded.",
-    );
+    expect(helpMessage(json)).toBe("Unsupported content type 'application/json'. Send the fields as application/x-www-form-urlencoded.");
   });
 
   it('survives malformed input and keeps serving', async () => {

@@ -45,21 +45,32 @@ async function hitOf(response: Response): Promise<Record<string, unknown>> {
 }
 
 describe('the deprecation hit', () => {
-  it.each(CALL_BINDINGS)('%s: a key the caller sends as its version or in its User-Agent is not logged, in any spelling', async (binding) => {
-    const key = 'K3y+Secret/Q7';
-    const response = await legacyCall(recorded.base, binding, 'Search', { query: 'dog', apiKey: key, version: key }, {
-      'user-agent': `MyApp/1.0 apiKey=${encodeURIComponent(key).toLowerCase()} (${key})`,
-    });
-    const hit = await hitOf(response);
-    expect(hit).toMatchObject({ legacyVersion: '[redacted]', userAgent: 'MyApp/1.0 apiKey=[redacted] ([redacted])' });
-    const line = JSON.stringify(recorded.lines);
-    for (const spelling of [key, encodeURIComponent(key), encodeURIComponent(key).toLowerCase()]) expect(line).not.toContain(spelling);
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: a key the caller sends as its version or in its User-Agent is not logged, in any spelling',
+    async (binding) => {
+      const key = 'K3y+Secret/Q7';
+      const response = await legacyCall(
+        recorded.base,
+        binding,
+        'Search',
+        { query: 'dog', apiKey: key, version: key },
+        {
+          'user-agent': `MyApp/1.0 apiKey=${encodeURIComponent(key).toLowerCase()} (${key})`,
+        },
+      );
+      const hit = await hitOf(response);
+      expect(hit).toMatchObject({ legacyVersion: '[redacted]', userAgent: 'MyApp/1.0 apiKey=[redacted] ([redacted])' });
+      const line = JSON.stringify(recorded.lines);
+      for (const spelling of [key, encodeURIComponent(key), encodeURIComponent(key).toLowerCase()]) expect(line).not.toContain(spelling);
+    },
+  );
 
   it('an address taken from X-Forwarded-For is redacted and cut like any text the caller wrote', async () => {
     const proxy = await startRecordedApp({ server: { trustProxy: true } });
     try {
-      const response = await fetch(`${proxy.base}/index.asmx/Search?query=dog`, { headers: { 'x-forwarded-for': `apiKey=${'A'.repeat(8000)}` } });
+      const response = await fetch(`${proxy.base}/index.asmx/Search?query=dog`, {
+        headers: { 'x-forwarded-for': `apiKey=${'A'.repeat(8000)}` },
+      });
       await response.text();
       const hit = proxy.lines.find((line) => line.event === 'deprecated_call')!;
       expect(hit.remoteAddress).toBe('apiKey=[redacted]');
@@ -139,26 +150,37 @@ describe('the deprecation hit', () => {
 });
 
 describe('named clients (the clients table)', () => {
-  it.each(CALL_BINDINGS)('%s: a client named by its apiKey is named in the hit, with its team and contact, and in the metrics', async (binding) => {
-    const hit = await hitOf(await call(binding, 'ProductLookup', { productNumber: '7', apiKey: 'warehouse-key' }));
-    expect(hit).toMatchObject({
-      client: 'warehouse',
-      clientLabel: 'warehouse',
-      clientFingerprint: clientFingerprint('warehouse-key', TEST_CLIENT_ID_KEY),
-      team: 'Logistics',
-      contact: 'logistics@example.com',
-    });
-    expect(JSON.stringify(hit)).not.toContain('warehouse-key');
-    const metrics = await (await fetch(`${recorded.admin}/metrics`)).text();
-    expect(metrics).toMatch(new RegExp(`^legacy_calls_total\\{operation="ProductLookup",binding="${binding}",outcome="ok",client="warehouse"\\} [1-9]`, 'm'));
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: a client named by its apiKey is named in the hit, with its team and contact, and in the metrics',
+    async (binding) => {
+      const hit = await hitOf(await call(binding, 'ProductLookup', { productNumber: '7', apiKey: 'warehouse-key' }));
+      expect(hit).toMatchObject({
+        client: 'warehouse',
+        clientLabel: 'warehouse',
+        clientFingerprint: clientFingerprint('warehouse-key', TEST_CLIENT_ID_KEY),
+        team: 'Logistics',
+        contact: 'logistics@example.com',
+      });
+      expect(JSON.stringify(hit)).not.toContain('warehouse-key');
+      const metrics = await (await fetch(`${recorded.admin}/metrics`)).text();
+      expect(metrics).toMatch(
+        new RegExp(`^legacy_calls_total\\{operation="ProductLookup",binding="${binding}",outcome="ok",client="warehouse"\\} [1-9]`, 'm'),
+      );
+    },
+  );
 
   it('a client named by the fingerprint of its key is found without the key in the configuration', async () => {
-    expect(await hitOf(await call('httpGet', 'Search', { query: 'dog', apiKey: 'shop-key' }))).toMatchObject({ client: 'shop', clientLabel: 'shop' });
+    expect(await hitOf(await call('httpGet', 'Search', { query: 'dog', apiKey: 'shop-key' }))).toMatchObject({
+      client: 'shop',
+      clientLabel: 'shop',
+    });
   });
 
   it('a caller matched by nothing is named by its fingerprint and counted as "other"', async () => {
-    const proxy = await startProxy({ clients: [{ name: 'elsewhere', addresses: ['10.0.0.0/8'] }], deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } });
+    const proxy = await startProxy({
+      clients: [{ name: 'elsewhere', addresses: ['10.0.0.0/8'] }],
+      deprecation: { clientIdKey: TEST_CLIENT_ID_KEY },
+    });
     try {
       const response = await fetch(`${proxy.url}/index.asmx/Search?query=dog&apiKey=stranger-key`);
       expect(response.status).toBe(200);
@@ -195,20 +217,33 @@ describe('named clients behind a load balancer (server.trustProxy)', () => {
       'Invalid configuration: server.trustProxy must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
     );
     expect(validateConfig({ server: { trustProxy: true }, clients: [{ name: 'shop', apiKeys: ['k'] }] }).server.trustProxy).toBe(true);
-    expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow('Invalid configuration: server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.');
+    expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow(
+      'Invalid configuration: server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.',
+    );
   });
 });
 
 describe('the successor-version link of each answer', () => {
-  it.each(CALL_BINDINGS)('%s: names the exact .cp request that replaces the call, without the key, and the hit records it', async (binding) => {
-    const response = await call(binding, 'AdvancedSearch', { query: 'red dog', apiKey: 'secret-key', version: '1', productTypes: 'Large Mug', startResults: '60', maxResults: '20', sort: 'by-date-desc' });
-    expect(response.status).toBe(200);
-    // Items 60..79 are page 4 of 20 (docs/upstream.md §3): the request a migrated client sends.
-    const successor = '/product.search.cp?v=3&query=red+dog&merchandiseIds=1&sort=by_date_desc&pageNumber=4&resultsPerPage=20';
-    expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${successor}>; rel="successor-version"`);
-    expect((await hitOf(response)).successor).toBe(successor);
-    expect(response.headers.get('link')).not.toContain('secret-key');
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: names the exact .cp request that replaces the call, without the key, and the hit records it',
+    async (binding) => {
+      const response = await call(binding, 'AdvancedSearch', {
+        query: 'red dog',
+        apiKey: 'secret-key',
+        version: '1',
+        productTypes: 'Large Mug',
+        startResults: '60',
+        maxResults: '20',
+        sort: 'by-date-desc',
+      });
+      expect(response.status).toBe(200);
+      // Items 60..79 are page 4 of 20 (docs/upstream.md §3): the request a migrated client sends.
+      const successor = '/product.search.cp?v=3&query=red+dog&merchandiseIds=1&sort=by_date_desc&pageNumber=4&resultsPerPage=20';
+      expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${successor}>; rel="successor-version"`);
+      expect((await hitOf(response)).successor).toBe(successor);
+      expect(response.headers.get('link')).not.toContain('secret-key');
+    },
+  );
 
   it('is left out when the call was not translated (a fault of the request)', async () => {
     const response = await call('httpGet', 'ProductLookup', { productNumber: 'x' });
@@ -220,13 +255,19 @@ describe('the successor-version link of each answer', () => {
     'joins deprecation.successorBaseUrl %s with one slash, and never sends credentials written in it',
     (successorBaseUrl) => {
       const { linkFor } = deprecationSignals(validateConfig({ deprecation: { successorBaseUrl } }));
-      expect(linkFor('/product.search.cp?v=3&query=dog')).toBe('<https://open-api.example.com/product.search.cp?v=3&query=dog>; rel="successor-version"');
+      expect(linkFor('/product.search.cp?v=3&query=dog')).toBe(
+        '<https://open-api.example.com/product.search.cp?v=3&query=dog>; rel="successor-version"',
+      );
     },
   );
 
   it('comes first, before the configured links, and uses deprecation.successorBaseUrl; deprecation.successorUrl is then the service-doc', async () => {
     const proxy = await startProxy({
-      deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api', successorBaseUrl: 'https://open-api.example.com' },
+      deprecation: {
+        policyUrl: 'https://example.com/deprecation',
+        successorUrl: 'https://example.com/api',
+        successorBaseUrl: 'https://open-api.example.com',
+      },
     });
     try {
       const response = await fetch(`${proxy.url}/index.asmx/ProductLookup?productNumber=42&apiKey=k`);
@@ -240,16 +281,19 @@ describe('the successor-version link of each answer', () => {
   });
 
   it('an answer without a successor of its own (a fault of the request, the WSDL) names deprecation.successorUrl as the successor-version', async () => {
-    const proxy = await startProxy({ deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api' } });
+    const proxy = await startProxy({
+      deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api' },
+    });
     try {
       for (const path of ['/index.asmx/ProductLookup?productNumber=x&apiKey=k', '/index.asmx?WSDL']) {
         const response = await fetch(`${proxy.url}${path}`);
         await response.arrayBuffer();
-        expect(response.headers.get('link')).toBe('<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"');
+        expect(response.headers.get('link')).toBe(
+          '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"',
+        );
       }
     } finally {
       await proxy.stop();
     }
   });
 });
-

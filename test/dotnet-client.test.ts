@@ -168,7 +168,10 @@ function expectFault(record: CallRecord | undefined, version: SoapVersionCase, c
   expect(record.fault?.code).toEqual(code);
   expect(record.fault?.subcode).toBeNull();
   if (exact) expect(record.fault?.message).toBe(text);
-  else expect(record.fault?.message.startsWith(text), `${JSON.stringify(record.fault?.message)} starts with ${JSON.stringify(text)}`).toBe(true);
+  else
+    expect(record.fault?.message.startsWith(text), `${JSON.stringify(record.fault?.message)} starts with ${JSON.stringify(text)}`).toBe(
+      true,
+    );
 }
 
 // --- The tests -----------------------------------------------------------------------------------------
@@ -231,7 +234,11 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
       const source = join(workDir, 'CatalogService.cs');
       const exe = join(workDir, 'client.exe');
       const options = { cwd: workDir, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 };
-      await execFileAsync(TOOLS.wsdl ?? 'wsdl', ['-nologo', ...version.wsdlArgs, `-out:${source}`, `${proxy.url}/index.asmx?WSDL`], options);
+      await execFileAsync(
+        TOOLS.wsdl ?? 'wsdl',
+        ['-nologo', ...version.wsdlArgs, `-out:${source}`, `${proxy.url}/index.asmx?WSDL`],
+        options,
+      );
       expect((await stat(source)).size, 'generated proxy').toBeGreaterThan(0);
       await execFileAsync(
         TOOLS.mcs ?? 'mcs',

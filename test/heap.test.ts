@@ -28,7 +28,7 @@ describe('heap growth (src/heap.ts)', () => {
     expect(fixInChild([])).toEqual({ fixed: 'true', stderr: '' });
   });
 
-  it("is left to the operator when node was started with its own", () => {
+  it('is left to the operator when node was started with its own', () => {
     expect(fixInChild(['--heap-growing-percent=150'])).toEqual({ fixed: 'false', stderr: '' });
     expect(fixInChild(['--heap_growing_percent=0']).fixed).toBe('false');
   });

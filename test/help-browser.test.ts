@@ -84,8 +84,20 @@ function startFront(target: string, headers: Readonly<Record<string, string>>): 
     const body = Buffer.concat(chunks);
     const method = req.method ?? 'GET';
     const path = req.url ?? '/';
-    const answer = await rawRequest(target, { method, path, headers: { ...passedOn(req.headers), ...headers }, ...(body.length > 0 ? { body } : {}) });
-    exchanges.push({ method, path, requestBody: body.toString('utf8'), status: answer.status, contentType: answer.headers['content-type'], body: answer.bytes });
+    const answer = await rawRequest(target, {
+      method,
+      path,
+      headers: { ...passedOn(req.headers), ...headers },
+      ...(body.length > 0 ? { body } : {}),
+    });
+    exchanges.push({
+      method,
+      path,
+      requestBody: body.toString('utf8'),
+      status: answer.status,
+      contentType: answer.headers['content-type'],
+      body: answer.bytes,
+    });
     res.writeHead(answer.status, passedOn(answer.headers)).end(answer.bytes);
   };
   return startStubUpstream((req, res) => {
@@ -123,12 +135,16 @@ const layoutOf = (page: Page): Promise<Layout> =>
       bodyScrollWidth: document.body.scrollWidth,
       innerWidth: window.innerWidth,
       bodyFont: getComputedStyle(document.body).fontFamily,
-      invoke: button && box ? { left: box.left, right: box.right, width: box.width, visible: getComputedStyle(button).visibility === 'visible' } : null,
+      invoke:
+        button && box
+          ? { left: box.left, right: box.right, width: box.width, visible: getComputedStyle(button).visibility === 'visible' }
+          : null,
     };
   });
 
 /** The type of the document a window shows, and its text as shown (Chromium shows XML as a tree of tags). */
 const shownDocument = (page: Page): Promise<{ contentType: string; text: string }> =>
+  // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered, which is what a person reads.
   page.evaluate(() => ({ contentType: document.contentType, text: document.body.innerText }));
 
 /** The pixel width of a PNG (its IHDR chunk). */
@@ -207,8 +223,14 @@ describe.skipIf(skipBrowserSuite)('help pages in a browser (§7.4)', () => {
       await page.click('input[type="submit"][value="Invoke"]');
       const answer = await opened;
       if (answer === null) throw new Error('Invoke opened no window');
-      await answer.waitForFunction((path) => location.pathname === path && document.readyState === 'complete', {}, `/index.asmx/${operation}`);
-      const exchange = site().front.exchanges.find((candidate) => candidate.method === 'POST' && candidate.path === `/index.asmx/${operation}`);
+      await answer.waitForFunction(
+        (path) => location.pathname === path && document.readyState === 'complete',
+        {},
+        `/index.asmx/${operation}`,
+      );
+      const exchange = site().front.exchanges.find(
+        (candidate) => candidate.method === 'POST' && candidate.path === `/index.asmx/${operation}`,
+      );
       if (!exchange) throw new Error(`no POST /index.asmx/${operation} passed the front`);
       await page.close();
       return { answer, exchange };
@@ -216,7 +238,12 @@ describe.skipIf(skipBrowserSuite)('help pages in a browser (§7.4)', () => {
 
     /** The same form posted straight to the product, as a script would: the bytes the window must have shown. */
     async function directPost(operation: string, form: string): Promise<Buffer> {
-      const res = await rawRequest(site().proxy.url, { method: 'POST', path: `/index.asmx/${operation}`, headers: { 'Content-Type': FORM_CONTENT_TYPE }, body: form });
+      const res = await rawRequest(site().proxy.url, {
+        method: 'POST',
+        path: `/index.asmx/${operation}`,
+        headers: { 'Content-Type': FORM_CONTENT_TYPE },
+        body: form,
+      });
       expect(res.status).toBe(200);
       return res.bytes;
     }
@@ -233,7 +260,9 @@ describe.skipIf(skipBrowserSuite)('help pages in a browser (§7.4)', () => {
 
     it('the Service Description link opens the WSDL', async () => {
       const page = await open('/index.asmx');
-      const response = await Promise.all([page.waitForNavigation(), (await linkNamed(page, 'Service Description')).click()]).then(([nav]) => nav);
+      const response = await Promise.all([page.waitForNavigation(), (await linkNamed(page, 'Service Description')).click()]).then(
+        ([nav]) => nav,
+      );
       expect(page.url()).toBe(`${site().front.stub.origin}/index.asmx?WSDL`);
       expect(response?.headers()['content-type']).toBe('text/xml; charset=utf-8');
       await page.close();
@@ -249,7 +278,10 @@ describe.skipIf(skipBrowserSuite)('help pages in a browser (§7.4)', () => {
       expect(result.searchString).toBe('dog');
       expect(result.items.length).toBeGreaterThan(0);
       // What the window shows: the XML document itself.
-      expect(await shownDocument(answer)).toEqual({ contentType: 'text/xml', text: expect.stringContaining('<searchString>dog</searchString>') });
+      expect(await shownDocument(answer)).toEqual({
+        contentType: 'text/xml',
+        text: expect.stringContaining('<searchString>dog</searchString>'),
+      });
       await answer.close();
     });
 

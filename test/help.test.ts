@@ -104,8 +104,7 @@ describe('renderServiceHelp', () => {
 
 describe('renderOperationHelp', () => {
   const html = renderOperationHelp(service(), URL, operation('StoreLookupPaged'), profiles);
-  const [soapRequest, soapResponse, soap12Request, soap12Response, getRequest, getResponse, postRequest, postResponse] =
-    preBlocks(html);
+  const [soapRequest, soapResponse, soap12Request, soap12Response, getRequest, getResponse, postRequest, postResponse] = preBlocks(html);
 
   it('has the relative link back, the operation and its notice', () => {
     expect(html).toContain('<title>CatalogService Web Service</title>');
@@ -118,7 +117,9 @@ describe('renderOperationHelp', () => {
     expect(html).toContain("<h3>Test</h3>\r\nTo test the operation using the HTTP POST protocol, click the 'Invoke' button.\r\n");
     const form = /<form ([^>]*)>([\s\S]*?)<\/form>/.exec(html);
     expect(form![1]).toBe('target="_blank" action="index.asmx/StoreLookupPaged" method="POST"');
-    const fields = [...form![2]!.matchAll(/<td class="frmText">(\w+):<\/td><td><input class="frmInput" type="text" size="50" name="(\w+)"><\/td>/g)];
+    const fields = [
+      ...form![2]!.matchAll(/<td class="frmText">(\w+):<\/td><td><input class="frmInput" type="text" size="50" name="(\w+)"><\/td>/g),
+    ];
     expect(fields.map((field) => [field[1], field[2]])).toEqual(
       ['storeId', 'apiKey', 'version', 'productTypes', 'pageIndex', 'pageSize'].map((name) => [name, name]),
     );
@@ -136,10 +137,17 @@ describe('renderOperationHelp', () => {
       ['apiKey', 'appKey', 'the application key of the caller'],
       ['version', 'v', 'the API version of the replacement endpoint, not of the legacy service'],
     ]);
-    const renamed = { ...profiles, '/product.searchForProductsOfStore.cp': { ...profiles['/product.searchForProductsOfStore.cp'], pageParam: 'p<1>', sizeParam: 'n' } };
+    const renamed = {
+      ...profiles,
+      '/product.searchForProductsOfStore.cp': { ...profiles['/product.searchForProductsOfStore.cp'], pageParam: 'p<1>', sizeParam: 'n' },
+    };
     const store = mappingRows(renderOperationHelp(service(), URL, operation('StoreLookup'), renamed));
     // StoreLookup has no page parameters of its own: the replacement's pages have no legacy counterpart.
-    expect(store[3]).toEqual(['—', 'p&lt;1&gt;, n', 'one legacy call returned the whole store: request its pages until the total is reached']);
+    expect(store[3]).toEqual([
+      '—',
+      'p&lt;1&gt;, n',
+      'one legacy call returned the whole store: request its pages until the total is reached',
+    ]);
   });
 
   it('has the replacement, the test and the four protocol sections in order, each protocol with its sentence and two samples', () => {
@@ -186,9 +194,11 @@ describe('renderOperationHelp', () => {
   });
 
   it('shows the SOAP 1.1 response with the xml placeholder in the result', () => {
-    expect(soapResponse!.startsWith(
-      'HTTP/1.1 200 OK\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: <font class=value>length</font>\r\n\r\n',
-    )).toBe(true);
+    expect(
+      soapResponse!.startsWith(
+        'HTTP/1.1 200 OK\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: <font class=value>length</font>\r\n\r\n',
+      ),
+    ).toBe(true);
     expect(soapResponse).toContain(
       '    &lt;StoreLookupPagedResponse xmlns="http://tempuri.org/"&gt;\r\n' +
         '      &lt;StoreLookupPagedResult&gt;<font class=value>xml</font>&lt;/StoreLookupPagedResult&gt;\r\n' +

@@ -26,7 +26,11 @@ const get = (path: string): Promise<Response> => fetch(`${proxy.url}${path}`);
 
 function soapSearch(query: string, apiKey: string): Promise<Response> {
   const body = `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body><Search xmlns="${SERVICE_NAMESPACE}"><query>${query}</query><apiKey>${apiKey}</apiKey></Search></soap:Body></soap:Envelope>`;
-  return fetch(`${proxy.url}/index.asmx`, { method: 'POST', headers: { 'content-type': XML_CONTENT_TYPE, soapaction: `"${SERVICE_NAMESPACE}Search"` }, body });
+  return fetch(`${proxy.url}/index.asmx`, {
+    method: 'POST',
+    headers: { 'content-type': XML_CONTENT_TYPE, soapaction: `"${SERVICE_NAMESPACE}Search"` },
+    body,
+  });
 }
 
 describe('GET /ledger', () => {
@@ -47,11 +51,19 @@ describe('GET /ledger', () => {
     const ledger = JSON.parse(text) as LedgerJson;
     expect(ledger).toMatchObject({ maxEntries: 10_000, folded: 0 });
     const first = clientFingerprint('ledger-key-1');
-    expect(ledger.entries.map(({ client, operation, binding, calls, outcomes }) => ({ client, operation, binding, calls, outcomes }))).toEqual([
+    expect(
+      ledger.entries.map(({ client, operation, binding, calls, outcomes }) => ({ client, operation, binding, calls, outcomes })),
+    ).toEqual([
       { client: first, operation: 'Search', binding: 'httpGet', calls: 2, outcomes: { ok: 2, fault: 0, shed: 0, refused: 0 } },
       // A call that cannot be read names no caller.
       { client: 'anonymous', operation: 'ProductLookup', binding: 'httpGet', calls: 1, outcomes: { ok: 0, fault: 1, shed: 0, refused: 0 } },
-      { client: clientFingerprint('ledger-key-2'), operation: 'Search', binding: 'soap11', calls: 1, outcomes: { ok: 1, fault: 0, shed: 0, refused: 0 } },
+      {
+        client: clientFingerprint('ledger-key-2'),
+        operation: 'Search',
+        binding: 'soap11',
+        calls: 1,
+        outcomes: { ok: 1, fault: 0, shed: 0, refused: 0 },
+      },
     ]);
     for (const entry of ledger.entries) {
       expect(Date.parse(entry.firstSeen)).toBeGreaterThanOrEqual(before - 1);

@@ -103,7 +103,14 @@ describe('the planned upstream requests', () => {
   it('Search: query, appKey and v', () => {
     expect(planner.plan(call('Search', { query: 'dog', apiKey: 'K', version: '1.0' }))).toEqual({
       kind: 'single',
-      request: { path: '/product.search.cp', params: [['v', '3'], ['appKey', 'K'], ['query', 'dog']] },
+      request: {
+        path: '/product.search.cp',
+        params: [
+          ['v', '3'],
+          ['appKey', 'K'],
+          ['query', 'dog'],
+        ],
+      },
     });
   });
 
@@ -112,18 +119,37 @@ describe('the planned upstream requests', () => {
       kind: 'single',
       request: {
         path: '/product.searchForProduct.cp',
-        params: [['v', '3'], ['appKey', 'configured-app-key'], ['productId', '1234']],
+        params: [
+          ['v', '3'],
+          ['appKey', 'configured-app-key'],
+          ['productId', '1234'],
+        ],
       },
     });
   });
 
   it('AdvancedSearch: empty values are left out, not sent empty', () => {
     const plan = planner.plan(
-      call('AdvancedSearch', { query: 'cat', apiKey: 'K', productTypes: '', sort: '', maxProductsPerDesign: '', startResults: '', maxResults: '' }),
+      call('AdvancedSearch', {
+        query: 'cat',
+        apiKey: 'K',
+        productTypes: '',
+        sort: '',
+        maxProductsPerDesign: '',
+        startResults: '',
+        maxResults: '',
+      }),
     );
     expect(plan).toEqual({
       kind: 'single',
-      request: { path: '/product.search.cp', params: [['v', '3'], ['appKey', 'K'], ['query', 'cat']] },
+      request: {
+        path: '/product.search.cp',
+        params: [
+          ['v', '3'],
+          ['appKey', 'K'],
+          ['query', 'cat'],
+        ],
+      },
     });
   });
 
@@ -162,14 +188,30 @@ describe('the planned upstream requests', () => {
     const plan = planner.plan(call('StoreLookup', { storeId: 'cybersprocket', productTypes: '-999' }));
     expect(plan).toMatchObject({
       kind: 'allPages',
-      base: { path: '/product.searchForProductsOfStore.cp', params: [['v', '3'], ['appKey', 'configured-app-key'], ['storeId', 'cybersprocket'], ['merchandiseIds', '-999']] },
+      base: {
+        path: '/product.searchForProductsOfStore.cp',
+        params: [
+          ['v', '3'],
+          ['appKey', 'configured-app-key'],
+          ['storeId', 'cybersprocket'],
+          ['merchandiseIds', '-999'],
+        ],
+      },
       pageSize: 256,
     });
   });
 
   it('the upstream version is configuration; the legacy version is never sent', () => {
     const plan = createPlanner(testConfig({ upstream: { version: '4' } })).plan(call('Search', { query: 'x', version: '2.0' }));
-    expect(plan).toMatchObject({ request: { params: [['v', '4'], ['appKey', 'configured-app-key'], ['query', 'x']] } });
+    expect(plan).toMatchObject({
+      request: {
+        params: [
+          ['v', '4'],
+          ['appKey', 'configured-app-key'],
+          ['query', 'x'],
+        ],
+      },
+    });
   });
 });
 
@@ -179,6 +221,8 @@ describe('tables never match inherited properties', () => {
   });
 
   it('map mode refuses an apiKey named like an Object.prototype member', () => {
-    expect(() => upstreamAppKey('hasOwnProperty', { ...config.upstream, apiKeyMode: 'map', apiKeyMap: { 'legacy-1': 'app-1' } })).toThrow('The apiKey is not recognized.');
+    expect(() => upstreamAppKey('hasOwnProperty', { ...config.upstream, apiKeyMode: 'map', apiKeyMap: { 'legacy-1': 'app-1' } })).toThrow(
+      'The apiKey is not recognized.',
+    );
   });
 });

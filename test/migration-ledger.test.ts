@@ -17,7 +17,13 @@ import {
 const T0 = Date.parse('2026-11-23T10:00:00.000Z');
 const MINUTE = 60_000;
 
-const hit = (client: string, outcome: LedgerHit['outcome'] = 'ok', successor: string | null = null): LedgerHit => ({ client, operation: 'Search', binding: 'soap11', outcome, successor });
+const hit = (client: string, outcome: LedgerHit['outcome'] = 'ok', successor: string | null = null): LedgerHit => ({
+  client,
+  operation: 'Search',
+  binding: 'soap11',
+  outcome,
+  successor,
+});
 /** A hit of a client of the `clients` table, as the hit recorder gives it. */
 const configuredHit = (client: string): LedgerHit => ({ ...hit(client), clientLabel: client });
 /** A hit of a caller the table does not name. */
@@ -64,7 +70,12 @@ describe('the ledger', () => {
           example: null,
         },
         expect.objectContaining({ client: 'sha256:0123456789ab', binding: 'soap11', calls: 1, firstSeen: '2026-11-23T10:04:00.000Z' }),
-        expect.objectContaining({ client: 'warehouse-app', binding: 'httpGet', calls: 1, outcomes: { ok: 1, fault: 0, shed: 0, refused: 0 } }),
+        expect.objectContaining({
+          client: 'warehouse-app',
+          binding: 'httpGet',
+          calls: 1,
+          outcomes: { ok: 1, fault: 0, shed: 0, refused: 0 },
+        }),
       ],
     });
   });
@@ -97,12 +108,17 @@ describe('the ledger', () => {
       [FOLDED_CLIENT, 2],
       ['b', 1],
     ]);
-    expect(json.entries[1]).toMatchObject({ outcomes: { ok: 1, fault: 1, shed: 0, refused: 0 }, firstSeen: '2026-11-23T10:01:00.000Z', lastSeen: '2026-11-23T10:02:00.000Z' });
+    expect(json.entries[1]).toMatchObject({
+      outcomes: { ok: 1, fault: 1, shed: 0, refused: 0 },
+      firstSeen: '2026-11-23T10:01:00.000Z',
+      lastSeen: '2026-11-23T10:02:00.000Z',
+    });
   });
 
   it('stays within its cap however many unknown callers come (plus one folded entry per operation and binding)', () => {
     const ledger = new Ledger(100);
-    for (let i = 0; i < 50_000; i++) ledger.add({ ...hit(`sha256:${i.toString(16).padStart(12, '0')}`), binding: i % 2 ? 'soap11' : 'httpGet' }, T0 + i);
+    for (let i = 0; i < 50_000; i++)
+      ledger.add({ ...hit(`sha256:${i.toString(16).padStart(12, '0')}`), binding: i % 2 ? 'soap11' : 'httpGet' }, T0 + i);
     expect(ledger.entries()).toHaveLength(102);
     expect(ledger.folded).toBe(49_900);
   });
@@ -127,8 +143,20 @@ describe('the ledger', () => {
   });
 
   it('keeps configured clients through a merge, and names a fingerprint as a configured client when merging', () => {
-    const full = ledgerOf([[unnamedHit('sha256:000000000001'), T0], [unnamedHit('sha256:000000000002'), T0]], 1);
-    const other = ledgerOf([[configuredHit('warehouse-app'), T0], [unnamedHit('sha256:0123456789ab'), T0]], 1);
+    const full = ledgerOf(
+      [
+        [unnamedHit('sha256:000000000001'), T0],
+        [unnamedHit('sha256:000000000002'), T0],
+      ],
+      1,
+    );
+    const other = ledgerOf(
+      [
+        [configuredHit('warehouse-app'), T0],
+        [unnamedHit('sha256:0123456789ab'), T0],
+      ],
+      1,
+    );
     const merged = mergeLedgers([full, other], (client) => (client === 'sha256:0123456789ab' ? 'shop' : undefined));
     expect(wholeLedger(merged).entries.map((entry) => [entry.client, entry.calls])).toEqual([
       [FOLDED_CLIENT, 1],
@@ -160,7 +188,7 @@ describe('the ledger', () => {
     .map((one): LedgerHit => ({ ...one, clientLabel: one.client === 'warehouse-app' ? one.client : FOLDED_CLIENT }));
   const timedHits = fc.array(fc.tuple(arbitraryHit, fc.integer({ min: T0, max: T0 + 7 * 86_400_000 })), { maxLength: 60 });
 
-  it('merges two instances\' ledgers into the ledger of all their hits', () => {
+  it("merges two instances' ledgers into the ledger of all their hits", () => {
     fc.assert(
       fc.property(timedHits, timedHits, (first, second) => {
         const merged = mergeLedgers([ledgerOf(first), ledgerOf(second)]);
@@ -170,7 +198,16 @@ describe('the ledger', () => {
   });
 
   it('carries the calls each instance folded into the merge, and folds no more: its cap is the sum of theirs', () => {
-    const merged = mergeLedgers([ledgerOf([[hit('a'), T0], [hit('b'), T0]], 1), ledgerOf([[hit('c'), T0]], 1)]);
+    const merged = mergeLedgers([
+      ledgerOf(
+        [
+          [hit('a'), T0],
+          [hit('b'), T0],
+        ],
+        1,
+      ),
+      ledgerOf([[hit('c'), T0]], 1),
+    ]);
     expect(merged.folded).toBe(1);
     expect(ledgerJson(merged).entries.map((entry) => [entry.client, entry.calls])).toEqual([
       ['a', 1],
@@ -180,11 +217,23 @@ describe('the ledger', () => {
   });
 
   it('renames clients in a merge, merging the entries that come to share a key', () => {
-    const merged = mergeLedgers([ledgerOf([[hit('sha256:0123456789ab', 'ok', '/product.search.cp?v=3&query=a'), T0], [hit('warehouse-app', 'fault'), T0 + MINUTE]])], (client) =>
-      client === 'sha256:0123456789ab' ? 'warehouse-app' : undefined,
+    const merged = mergeLedgers(
+      [
+        ledgerOf([
+          [hit('sha256:0123456789ab', 'ok', '/product.search.cp?v=3&query=a'), T0],
+          [hit('warehouse-app', 'fault'), T0 + MINUTE],
+        ]),
+      ],
+      (client) => (client === 'sha256:0123456789ab' ? 'warehouse-app' : undefined),
     );
     expect(ledgerJson(merged).entries).toEqual([
-      expect.objectContaining({ client: 'warehouse-app', calls: 2, faults: 1, lastSeen: '2026-11-23T10:01:00.000Z', example: '/product.search.cp?v=3&query=a' }),
+      expect.objectContaining({
+        client: 'warehouse-app',
+        calls: 2,
+        faults: 1,
+        lastSeen: '2026-11-23T10:01:00.000Z',
+        example: '/product.search.cp?v=3&query=a',
+      }),
     ]);
   });
 });
@@ -216,7 +265,7 @@ describe('a page of the ledger (GET /ledger)', () => {
     expect((ledgerPage(big, {}).body as LedgerJson).entries).toHaveLength(100);
   });
 
-  it('gives only the entries of `client`, with their totals and the whole ledger\'s', () => {
+  it("gives only the entries of `client`, with their totals and the whole ledger's", () => {
     const json = ledgerPage(ledger, { client: 'sha256:000000000003' }).body as LedgerJson;
     expect(json).toMatchObject({ total: { entries: 6, calls: 16 }, matched: { entries: 1, calls: 3 }, nextOffset: null });
     expect(clientsOf(json)).toEqual(['sha256:000000000003']);

@@ -21,7 +21,8 @@ import { startRecordedApp } from './support/recorded-app.js';
 const dir = mkdtempSync(join(tmpdir(), 'report-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const day = (d: number, minutes = 0): string => new Date(Date.parse('2026-11-01T08:00:00.000Z') + (d - 1) * 86_400_000 + minutes * 60_000).toISOString();
+const day = (d: number, minutes = 0): string =>
+  new Date(Date.parse('2026-11-01T08:00:00.000Z') + (d - 1) * 86_400_000 + minutes * 60_000).toISOString();
 const WAREHOUSE = { client: 'warehouse-app', fingerprint: 'sha256:0123456789ab', team: 'Logistics', contact: 'logistics@example.com' };
 const UNKNOWN = 'sha256:fedcba987654';
 const searchFor = (d: number): string => `/product.search.cp?v=3&query=day+${d}`;
@@ -35,11 +36,34 @@ const searchFor = (d: number): string => `/product.search.cp?v=3&query=day+${d}`
 function fixtureLines(): string[] {
   const hits: string[] = [];
   for (let d = 1; d <= 20; d++) {
-    for (const minutes of [0, 30]) hits.push(hitLine({ time: day(d, minutes), operation: 'Search', binding: 'soap11', ...WAREHOUSE, outcome: 'ok', successor: searchFor(d) }));
-    if (d <= 5) hits.push(hitLine({ time: day(d, 5), operation: 'StoreLookupPaged', binding: 'httpPost', client: WAREHOUSE.fingerprint, outcome: 'ok', schema: 1 }));
-    if (d <= 14) hits.push(hitLine({ time: day(d, 10), operation: 'ProductLookup', binding: 'soap12', client: UNKNOWN, outcome: 'ok', schema: 1 }));
+    for (const minutes of [0, 30])
+      hits.push(
+        hitLine({ time: day(d, minutes), operation: 'Search', binding: 'soap11', ...WAREHOUSE, outcome: 'ok', successor: searchFor(d) }),
+      );
+    if (d <= 5)
+      hits.push(
+        hitLine({
+          time: day(d, 5),
+          operation: 'StoreLookupPaged',
+          binding: 'httpPost',
+          client: WAREHOUSE.fingerprint,
+          outcome: 'ok',
+          schema: 1,
+        }),
+      );
+    if (d <= 14)
+      hits.push(hitLine({ time: day(d, 10), operation: 'ProductLookup', binding: 'soap12', client: UNKNOWN, outcome: 'ok', schema: 1 }));
   }
-  hits.push(hitLine({ time: day(20, 45), operation: 'Search', binding: 'httpGet', ...WAREHOUSE, outcome: 'fault', successor: '/product.search.cp?v=3&query=failed' }));
+  hits.push(
+    hitLine({
+      time: day(20, 45),
+      operation: 'Search',
+      binding: 'httpGet',
+      ...WAREHOUSE,
+      outcome: 'fault',
+      successor: '/product.search.cp?v=3&query=failed',
+    }),
+  );
   hits.push(hitLine({ time: day(3, 20), operation: 'ProductLookup', binding: 'soap12', client: UNKNOWN, outcome: 'shed', schema: 1 }));
   // An operator line after every ten hits, a blank line, and a line cut short in the middle.
   const lines = hits.flatMap((line, i) => (i % 10 === 9 ? [line, OPERATOR_LINE] : [line]));
@@ -145,7 +169,14 @@ function expectFixtureNumbers(result: MigrationReport, sourceName: string): void
       calls: 15,
       outcomes: { ...ZERO, ok: 14, shed: 1 },
       trend: { last7: 1, previous7: 7, direction: 'falling' },
-      operations: [expect.objectContaining({ operation: 'ProductLookup', calls: 15, example: null, bindings: [expect.objectContaining({ binding: 'soap12', calls: 15 })] })],
+      operations: [
+        expect.objectContaining({
+          operation: 'ProductLookup',
+          calls: 15,
+          example: null,
+          bindings: [expect.objectContaining({ binding: 'soap12', calls: 15 })],
+        }),
+      ],
     }),
   ]);
   expect(result.perDay.byOperation.map((series) => [series.name, series.counts.reduce((a, b) => a + b, 0), series.counts.length])).toEqual([
@@ -181,7 +212,13 @@ describe('the migration report', () => {
 
   it('counts a configured client under its name however many unnamed callers came first, and those past the cap under "other"', async () => {
     const junk = Array.from({ length: 10_001 }, (_, i) =>
-      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: `sha256:${i.toString(16).padStart(12, '0')}`, outcome: 'ok' }),
+      hitLine({
+        time: day(1),
+        operation: 'Search',
+        binding: 'soap11',
+        client: `sha256:${i.toString(16).padStart(12, '0')}`,
+        outcome: 'ok',
+      }),
     );
     const result = await jsonReport([], `${[...junk, ...LINES].join('\n')}\n`);
     expect(result.folded).toBe(1);
@@ -195,12 +232,22 @@ describe('the migration report', () => {
   it('skips a hit whose client name is longer than a name can be, and cuts a long team or contact: the cap counts entries, not bytes', async () => {
     const lines = [
       hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'x'.repeat(300_000), outcome: 'ok' }),
-      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', ...WAREHOUSE, team: 'T'.repeat(10_000), outcome: 'ok', successor: `/product.search.cp?v=3&query=${'q'.repeat(5000)}` }),
+      hitLine({
+        time: day(1),
+        operation: 'Search',
+        binding: 'soap11',
+        ...WAREHOUSE,
+        team: 'T'.repeat(10_000),
+        outcome: 'ok',
+        successor: `/product.search.cp?v=3&query=${'q'.repeat(5000)}`,
+      }),
     ];
     const result = await jsonReport([], `${lines.join('\n')}\n`);
     expect(result.input).toMatchObject({ hits: 1, malformed: 1 });
     expect(result.input.skipped).toEqual([{ source: '-', line: 1, reason: 'a hit whose client is longer than 64 characters' }]);
-    expect(result.clients.map((client) => [client.client, client.team, client.operations[0]!.example])).toEqual([['warehouse-app', `${'T'.repeat(256)}…`, null]]);
+    expect(result.clients.map((client) => [client.client, client.team, client.operations[0]!.example])).toEqual([
+      ['warehouse-app', `${'T'.repeat(256)}…`, null],
+    ]);
   });
 
   it('keeps keyless unknown callers a client of their own, apart from a client named by its address (whose hits say "anonymous")', async () => {
@@ -226,7 +273,10 @@ describe('the migration report', () => {
 
   it('gives each operation its replacement and parameter mapping, with the paging profile of CONFIG_FILE', async () => {
     const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ paging: { profiles: { '/product.searchForProductsOfStore.cp': { pageParam: 'pageNo', sizeParam: 'perPage' } } } }));
+    writeFileSync(
+      config,
+      JSON.stringify({ paging: { profiles: { '/product.searchForProductsOfStore.cp': { pageParam: 'pageNo', sizeParam: 'perPage' } } } }),
+    );
     const run = await report(['--format', 'json', plainFile], '', { CONFIG_FILE: config });
     const result = JSON.parse(run.stdout) as MigrationReport;
     expect(result.replacements.map((replacement) => [replacement.operation, replacement.replacement])).toEqual([
@@ -263,7 +313,12 @@ describe('the migration report', () => {
 
   it('skips a hit whose time no clock of the service wrote (a forged or corrupt line) rather than fail on it', async () => {
     const times: unknown[] = [1e300, -8.64e15, 8.64e15, '+275760-09-13T00:00:00.000Z', '1970-01-01T00:00:00.000Z'];
-    const forged = times.map((time) => JSON.stringify({ ...JSON.parse(hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: UNKNOWN, outcome: 'ok' })), time }));
+    const forged = times.map((time) =>
+      JSON.stringify({
+        ...JSON.parse(hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: UNKNOWN, outcome: 'ok' })),
+        time,
+      }),
+    );
     const run = await report(['--format', 'json'], `${[...forged, ...LINES].join('\n')}\n`);
     expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout) as MigrationReport;
@@ -275,7 +330,13 @@ describe('the migration report', () => {
 
   it('skips a hit naming an operation or binding the service does not have: the memory and charts of the report stay bounded by them', async () => {
     const forged = Array.from({ length: 50 }, (_, i) =>
-      hitLine({ time: day(1), operation: i % 2 === 0 ? `Op${i}` : 'Search', binding: i % 2 === 0 ? 'soap11' : `b${i}`, client: UNKNOWN, outcome: 'ok' }),
+      hitLine({
+        time: day(1),
+        operation: i % 2 === 0 ? `Op${i}` : 'Search',
+        binding: i % 2 === 0 ? 'soap11' : `b${i}`,
+        client: UNKNOWN,
+        outcome: 'ok',
+      }),
     );
     const result = await jsonReport([], `${[...forged, ...LINES].join('\n')}\n`);
     expect(result.input.malformed).toBe(1 + forged.length);
@@ -309,7 +370,8 @@ describe('the migration report', () => {
     expect(result.days[0]).toBe('2098-12-31');
     expect(result.perDay.byOperation.every((series) => series.counts.length === 366)).toBe(true);
     expect(result.uncharted).toEqual({ from: '2000-01-01', to: '2098-12-30', days: 36_159, calls: 1 + HITS });
-    const leftOut = 'Calls per day cover the last 366 days; the 36,159 days before, 2000-01-01 to 2098-12-30, with 62 calls, are counted in the totals only.';
+    const leftOut =
+      'Calls per day cover the last 366 days; the 36,159 days before, 2000-01-01 to 2098-12-30, with 62 calls, are counted in the totals only.';
     const table = await report([], log);
     expect(table.stdout).toContain(leftOut);
     expect(table.stdout.split('\n')[0]).toMatch(/\(36,525 days\)$/);
@@ -319,9 +381,21 @@ describe('the migration report', () => {
   });
 
   it('writes no control character from a log line raw: a terminal would take ESC, OSC or CSI sequences as commands', async () => {
-    const hostile = { client: 'evil\x1b]0;pwned\x07app', fingerprint: 'sha256:\x9b2J', team: 'Team\x1b[2J', contact: 'a\u0085b\x7fc\td\ne' };
+    const hostile = {
+      client: 'evil\x1b]0;pwned\x07app',
+      fingerprint: 'sha256:\x9b2J',
+      team: 'Team\x1b[2J',
+      contact: 'a\u0085b\x7fc\td\ne',
+    };
     const lines = [
-      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', ...hostile, outcome: 'ok', successor: '/product.search.cp?v=3&query=\x1b[31mred' }),
+      hitLine({
+        time: day(1),
+        operation: 'Search',
+        binding: 'soap11',
+        ...hostile,
+        outcome: 'ok',
+        successor: '/product.search.cp?v=3&query=\x1b[31mred',
+      }),
       hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'sha256:\x1bP+q\x1b\\', outcome: 'ok' }),
     ];
     const log = `${lines.join('\n')}\n`;
@@ -337,7 +411,10 @@ describe('the migration report', () => {
     // The JSON still says what the log said, escaped as JSON escapes it.
     const result = JSON.parse(json.stdout) as MigrationReport;
     expect(result.clients.map((client) => client.client).sort()).toEqual(['evil\x1b]0;pwned\x07app', 'sha256:\x1bP+q\x1b\\']);
-    expect(result.clients.find((client) => client.team !== null)).toMatchObject({ fingerprint: hostile.fingerprint, contact: hostile.contact });
+    expect(result.clients.find((client) => client.team !== null)).toMatchObject({
+      fingerprint: hostile.fingerprint,
+      contact: hostile.contact,
+    });
   });
 
   it('prints a plain-text table by default, without escapes when stdout is no terminal', async () => {
@@ -369,7 +446,7 @@ describe('the migration report', () => {
   });
 });
 
-describe('the report over several instances\' logs', () => {
+describe("the report over several instances' logs", () => {
   it('counts what their live ledgers count, summed: keyless unknown callers apart from the client named by its address', async () => {
     const clients = [{ name: 'shop', addresses: ['10.20.0.0/16'] }];
     const instances = await Promise.all([0, 1].map(() => startRecordedApp({ server: { trustProxy: 1 }, clients })));
@@ -443,11 +520,14 @@ describe.skipIf(skipBrowserSuite)('the HTML report in headless Chromium', () => 
       void request.abort();
     });
     await tab.goto(`file://${page}`, { waitUntil: 'load' });
+    // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered, which is what a person reads.
     const text = await tab.$eval('body', (body) => body.innerText);
     expect(text).toContain('warehouse-app');
     expect(text).toContain(UNKNOWN);
     const clientRows = await tab.$$eval('table', (tables) =>
-      [...(tables[0]?.querySelectorAll('tbody tr') ?? [])].map((row) => [...row.querySelectorAll('td')].slice(0, 4).map((cell) => cell.textContent)),
+      [...(tables[0]?.querySelectorAll('tbody tr') ?? [])].map((row) =>
+        [...row.querySelectorAll('td')].slice(0, 4).map((cell) => cell.textContent),
+      ),
     );
     expect(clientRows).toEqual([
       ['warehouse-app', 'Logistics', '46', '1'],

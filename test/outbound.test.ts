@@ -90,7 +90,14 @@ const SEARCH: UpstreamRequest = {
   ],
 };
 
-const search = (query: string): UpstreamRequest => ({ path: '/product.search.cp', params: [['v', '3'], ['appKey', 'k'], ['query', query]] });
+const search = (query: string): UpstreamRequest => ({
+  path: '/product.search.cp',
+  params: [
+    ['v', '3'],
+    ['appKey', 'k'],
+    ['query', query],
+  ],
+});
 
 /** Builds a well-formed `searchResultSet` of at least `bytes` bytes. */
 function bigResult(bytes: number): string {
@@ -192,7 +199,11 @@ describe('readResponse', () => {
   it.each([
     { status: 400, body: HELP, message: INVALID_SORT },
     { status: 500, body: HELP, message: INVALID_SORT },
-    { status: 400, body: '<help><exception-message>  </exception-message></help>', message: 'The remote server returned an error: (400) Bad Request.' },
+    {
+      status: 400,
+      body: '<help><exception-message>  </exception-message></help>',
+      message: 'The remote server returned an error: (400) Bad Request.',
+    },
     { status: 400, body: '', message: 'The remote server returned an error: (400) Bad Request.' },
     { status: 403, body: '<h1>Developer Inactive</h1>', message: 'The remote server returned an error: (403) Forbidden.' },
     { status: 404, body: 'not found', message: 'The remote server returned an error: (404) Not Found.' },
@@ -219,7 +230,11 @@ describe('readResponse', () => {
     { name: 'not XML', body: 'hello', message: 'The upstream answer is not well-formed XML.' },
     { name: 'empty', body: '', message: 'The upstream answer is not well-formed XML.' },
     { name: 'truncated', body: '<searchResultSet><mainResults>', message: 'The upstream answer is not well-formed XML.' },
-    { name: 'DOCTYPE', body: '<!DOCTYPE x [<!ENTITY e "boom">]><searchResultSet>&e;</searchResultSet>', message: 'The upstream answer is not well-formed XML.' },
+    {
+      name: 'DOCTYPE',
+      body: '<!DOCTYPE x [<!ENTITY e "boom">]><searchResultSet>&e;</searchResultSet>',
+      message: 'The upstream answer is not well-formed XML.',
+    },
     { name: 'wrong root', body: '<products/>', message: "The upstream answer has root element 'products', expected 'searchResultSet'." },
   ])('refuses a 200 answer that is $name as upstream_invalid', ({ body, message }) => {
     expect(thrown(() => readResponse(200, body, ROOT))).toMatchObject({ message, reason: 'upstream_invalid' });
@@ -252,7 +267,12 @@ describe('upstream client', () => {
 
       await client.fetch(SEARCH);
 
-      const seen = upstream.requests.map(({ method, url, headers }) => ({ method, url, accept: headers.accept, authorization: headers.authorization }));
+      const seen = upstream.requests.map(({ method, url, headers }) => ({
+        method,
+        url,
+        accept: headers.accept,
+        authorization: headers.authorization,
+      }));
       expect(seen).toEqual([
         { method: 'GET', url: '/product.search.cp?v=3&appKey=k&query=dog', accept: 'text/xml, application/xml', authorization: undefined },
       ]);
@@ -351,7 +371,14 @@ describe('upstream client', () => {
         message: 'The remote server returned an error: (500) Internal Server Error.',
         reason: 'upstream_status',
       },
-      { name: '503 empty', status: 503, headers: {}, body: '', message: 'The remote server returned an error: (503) Server Unavailable.', reason: 'upstream_status' },
+      {
+        name: '503 empty',
+        status: 503,
+        headers: {},
+        body: '',
+        message: 'The remote server returned an error: (503) Server Unavailable.',
+        reason: 'upstream_status',
+      },
     ])('$name → "$message"', async ({ status, headers, body, message, reason }) => {
       const upstream = await startUpstream(answer(status, body, headers));
       const { client } = clientFor(upstream.origin);
@@ -404,8 +431,16 @@ describe('upstream client', () => {
       raw: 'HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n',
       message: 'The server committed a protocol violation. Section=ResponseBody Detail=Response chunk format is invalid',
     },
-    { name: 'a status line that is not HTTP', raw: 'hello world\r\n\r\n', message: 'The server committed a protocol violation. Section=ResponseStatusLine' },
-    { name: 'a header line without a colon', raw: 'HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nBad Header\r\n\r\n', message: 'The server committed a protocol violation. Section=ResponseHeader' },
+    {
+      name: 'a status line that is not HTTP',
+      raw: 'hello world\r\n\r\n',
+      message: 'The server committed a protocol violation. Section=ResponseStatusLine',
+    },
+    {
+      name: 'a header line without a colon',
+      raw: 'HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nBad Header\r\n\r\n',
+      message: 'The server committed a protocol violation. Section=ResponseHeader',
+    },
   ])('words $name as .NET did, not as a refused connection', async ({ raw, message }) => {
     const server = createNetServer((socket) => socket.once('data', () => socket.end(raw)));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -487,7 +522,10 @@ describe('upstream client', () => {
       const root = treeOf(await client.fetch(SEARCH));
 
       expect(root.name).toBe('searchResultSet');
-      expect(upstream.requests.map((r) => r.url)).toEqual(['/product.search.cp?v=3&appKey=k&query=dog', '/product.search.cp?v=3&appKey=k&query=dog']);
+      expect(upstream.requests.map((r) => r.url)).toEqual([
+        '/product.search.cp?v=3&appKey=k&query=dog',
+        '/product.search.cp?v=3&appKey=k&query=dog',
+      ]);
       expect(outcomes.map((o) => o.outcome)).toEqual(['ok']);
     });
 
@@ -530,7 +568,14 @@ describe('upstream client', () => {
 
       await client.fetch(search('ok'));
       for (const query of ['gone', 'help', 'junk', 'slow']) await failure(client.fetch(search(query)));
-      await client.fetch({ path: '/product.searchForProduct.cp', params: [['v', '3'], ['productId', '1001'], ['query', 'ok']] });
+      await client.fetch({
+        path: '/product.searchForProduct.cp',
+        params: [
+          ['v', '3'],
+          ['productId', '1001'],
+          ['query', 'ok'],
+        ],
+      });
 
       expect(outcomes.map(({ path, outcome, status }) => ({ path, outcome, status }))).toEqual([
         { path: '/product.search.cp', outcome: 'ok', status: 200 },
@@ -549,7 +594,16 @@ describe('upstream client', () => {
 
       await failure(client.fetch(SEARCH));
 
-      expect(outcomes).toEqual([{ path: '/product.search.cp', outcome: 'upstream_unreachable', status: null, durationMs: expect.any(Number), code: 'ECONNREFUSED', requestId: null }]);
+      expect(outcomes).toEqual([
+        {
+          path: '/product.search.cp',
+          outcome: 'upstream_unreachable',
+          status: null,
+          durationMs: expect.any(Number),
+          code: 'ECONNREFUSED',
+          requestId: null,
+        },
+      ]);
     });
   });
 });
@@ -558,13 +612,15 @@ describe('secrets in upstream error messages', () => {
   const help = (message: string): string => `<help>\n  <exception-message>${message}</exception-message>\n</help>`;
 
   it.each([400, 200])('redacts the appKey sent when the upstream echoes it in <help> (status %i)', (status) => {
-    expect(() => readResponse(status, help('Invalid appKey s3cr3t-key for v=3.'), ROOT, ['s3cr3t-key'])).toThrow(/^Invalid appKey \[redacted\] for v=3\.$/);
+    expect(() => readResponse(status, help('Invalid appKey s3cr3t-key for v=3.'), ROOT, ['s3cr3t-key'])).toThrow(
+      /^Invalid appKey \[redacted\] for v=3\.$/,
+    );
   });
 
   it('redacts the URL-encoded spellings too', () => {
-    expect(() => readResponse(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ROOT, ['SECRET+1 x'])).toThrow(
-      /^Bad request \/p\?appKey=\[redacted\]&v=3 and appKey=\[redacted\]$/,
-    );
+    expect(() =>
+      readResponse(400, help('Bad request /p?appKey=SECRET%2B1%20x&amp;v=3 and appKey=SECRET%2B1+x'), ROOT, ['SECRET+1 x']),
+    ).toThrow(/^Bad request \/p\?appKey=\[redacted\]&v=3 and appKey=\[redacted\]$/);
   });
 
   it('redacts a key that ends a sentence or is followed by a hyphen', () => {

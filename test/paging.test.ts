@@ -74,17 +74,26 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
 
   it('returns exactly the ideal slice with the minimum number of upstream requests', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.nat(400), fc.nat(300), fc.integer({ min: 1, max: 120 }), fc.integer({ min: 0, max: 500 }), async (start, max, maxPageSize, total) => {
-        const config = testConfig({ paging: { profiles: { '/product.search.cp': { maxPageSize } } }, upstream: { maxPagesPerCall: 10_000 } });
-        const upstream = pagedUpstream(total, profile);
-        const result = treeOf(await createCallAnswerer(config)(advancedSearchCall(String(start), String(max)), upstream));
-        const expected = range(start, Math.min(total, start + max));
-        expect(itemIds(result)).toEqual(expected);
-        expect(attribute(result, 'startResult')).toBe(String(start));
-        expect(attribute(result, 'resultLength')).toBe(String(expected.length));
-        expect(attribute(result, 'totalDesigns')).toBe(String(total));
-        expect(upstream.requests).toHaveLength(bruteForceMinimum(start, max, maxPageSize));
-      }),
+      fc.asyncProperty(
+        fc.nat(400),
+        fc.nat(300),
+        fc.integer({ min: 1, max: 120 }),
+        fc.integer({ min: 0, max: 500 }),
+        async (start, max, maxPageSize, total) => {
+          const config = testConfig({
+            paging: { profiles: { '/product.search.cp': { maxPageSize } } },
+            upstream: { maxPagesPerCall: 10_000 },
+          });
+          const upstream = pagedUpstream(total, profile);
+          const result = treeOf(await createCallAnswerer(config)(advancedSearchCall(String(start), String(max)), upstream));
+          const expected = range(start, Math.min(total, start + max));
+          expect(itemIds(result)).toEqual(expected);
+          expect(attribute(result, 'startResult')).toBe(String(start));
+          expect(attribute(result, 'resultLength')).toBe(String(expected.length));
+          expect(attribute(result, 'totalDesigns')).toBe(String(total));
+          expect(upstream.requests).toHaveLength(bruteForceMinimum(start, max, maxPageSize));
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -93,8 +102,14 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
     const upstream = pagedUpstream(1000, profile);
     await createCallAnswerer(testConfig())(advancedSearchCall('150', '150'), upstream);
     expect(upstream.requests.map((r) => r.params.filter(([k]) => k === 'pageNumber' || k === 'resultsPerPage'))).toEqual([
-      [['pageNumber', '3'], ['resultsPerPage', '75']],
-      [['pageNumber', '4'], ['resultsPerPage', '75']],
+      [
+        ['pageNumber', '3'],
+        ['resultsPerPage', '75'],
+      ],
+      [
+        ['pageNumber', '4'],
+        ['resultsPerPage', '75'],
+      ],
     ]);
   });
 
@@ -233,7 +248,10 @@ describe('StoreLookup round trips', () => {
       async fetch(request: UpstreamRequest, signal?: AbortSignal) {
         const page = Number(new Map(request.params).get('page'));
         asked.push(page);
-        if (inFlight.length === 0) waves.push((inFlight = []));
+        if (inFlight.length === 0) {
+          inFlight = [];
+          waves.push(inFlight);
+        }
         inFlight.push(page);
         waves[waves.length - 1] = [...inFlight];
         try {
@@ -256,7 +274,10 @@ describe('StoreLookup round trips', () => {
 
   it('asks for every page at once when the store was seen in a recent call', async () => {
     const answer = createCallAnswerer(config);
-    await answer(call, slowStore(() => 100));
+    await answer(
+      call,
+      slowStore(() => 100),
+    );
     const store = slowStore(() => 100);
     expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, 100));
     expect(store.waves).toEqual([range(0, 10)]);
@@ -267,7 +288,10 @@ describe('StoreLookup round trips', () => {
     ['shrank', 100, 55, [range(0, 10)]],
   ])('a store that %s since is still answered whole, never truncated or padded', async (_change, before, after, waves) => {
     const answer = createCallAnswerer(config);
-    await answer(call, slowStore(() => before));
+    await answer(
+      call,
+      slowStore(() => before),
+    );
     const store = slowStore(() => after);
     expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, after));
     expect(store.waves).toEqual(waves);
@@ -275,7 +299,10 @@ describe('StoreLookup round trips', () => {
 
   it('a store that shrank, with an upstream that refuses pages past its end, is fetched the usual way', async () => {
     const answer = createCallAnswerer(config);
-    await answer(call, slowStore(() => 100));
+    await answer(
+      call,
+      slowStore(() => 100),
+    );
     const store = slowStore(() => 35, true);
     expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, 35));
     // All ten at once; once one is refused, the first page alone, then the rest it names.

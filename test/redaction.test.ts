@@ -18,7 +18,9 @@ const xmlEscaped = (text: string): string => text.replace(/&/g, '&amp;').replace
 
 describe('what names a key: parameters and elements, whatever the spelling of the name', () => {
   it('the value of apiKey and appKey in a query, a form or a quoted URL, the name decoded and matched in any case, as ASP.NET reads it', () => {
-    expect(redact('GET /index.asmx/Search?query=dog&APIKEY=a&%61piKey=b%2b&api%4Bey=c+d&%u0061ppKey=e&apikeys=f&my_apiKey=g&apiKey=', [])).toBe(
+    expect(
+      redact('GET /index.asmx/Search?query=dog&APIKEY=a&%61piKey=b%2b&api%4Bey=c+d&%u0061ppKey=e&apikeys=f&my_apiKey=g&apiKey=', []),
+    ).toBe(
       'GET /index.asmx/Search?query=dog&APIKEY=[redacted]&%61piKey=[redacted]&api%4Bey=[redacted]&%u0061ppKey=[redacted]' +
         '&apikeys=f&my_apiKey=g&apiKey=',
     );
@@ -108,10 +110,17 @@ describe('the key an answer echoes, in any spelling (properties)', () => {
     httpGet: (text: string) => ({
       legacy: { status: 500, body: `${text}\r\n` },
       translated: { status: 200, body: '<searchResultSet total="0" />' },
-      shown: (redacted: string) => ({ path: '/', translated: 'result <searchResultSet total="0" />', legacy: `fault HTTP 500: ${redacted}\r\n` }),
+      shown: (redacted: string) => ({
+        path: '/',
+        translated: 'result <searchResultSet total="0" />',
+        legacy: `fault HTTP 500: ${redacted}\r\n`,
+      }),
     }),
     soap11: (text: string) => ({
-      legacy: { status: 500, body: soap(`<s:Fault><faultcode>s:Client</faultcode><faultstring>${xmlEscaped(text)}</faultstring></s:Fault>`) },
+      legacy: {
+        status: 500,
+        body: soap(`<s:Fault><faultcode>s:Client</faultcode><faultstring>${xmlEscaped(text)}</faultstring></s:Fault>`),
+      },
       translated: { status: 200, body: soap('<SearchResponse xmlns="urn:t"><SearchResult /></SearchResponse>') },
       shown: (redacted: string) => ({ path: '/', translated: 'result <{urn:t}SearchResult />', legacy: `fault Client: ${redacted}` }),
     }),

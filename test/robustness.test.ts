@@ -82,7 +82,10 @@ describe('a deadline for receiving the request', () => {
 describe('a deadline for the whole call', () => {
   it('answers "The operation has timed out" at upstream.callTimeoutMs, however patient the per-request timeouts', async () => {
     const silent = await upstream(never);
-    const proxy = await proxyTo(silent.origin, { upstream: { callTimeoutMs: 300, headersTimeoutMs: 60_000 }, server: { shutdownGraceMs: 300 } });
+    const proxy = await proxyTo(silent.origin, {
+      upstream: { callTimeoutMs: 300, headersTimeoutMs: 60_000 },
+      server: { shutdownGraceMs: 300 },
+    });
     const started = performance.now();
     const response = await fetch(`${proxy}/index.asmx/Search?query=dog`);
     expect(performance.now() - started).toBeLessThan(3000);
@@ -151,12 +154,30 @@ describe('a binding that fails on its own', () => {
   };
 
   it.each(Object.keys(broken))('(%s throws) gets the internal error page, a hit, and frees its slot', async (name) => {
-    const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: 'http://127.0.0.1:1', appKey: 'k' }, server: { maxConcurrentCalls: 1 } });
+    const config = loadConfig(
+      {},
+      { log: { level: 'info' }, upstream: { baseUrl: 'http://127.0.0.1:1', appKey: 'k' }, server: { maxConcurrentCalls: 1 } },
+    );
     const lines: Record<string, unknown>[] = [];
-    const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
+    const app = await buildApp(config, {
+      logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    });
     const binding = broken[name] as Binding;
     app.fastify.get('/broken', (request, reply) =>
-      app.fastify.runCall(binding, { method: 'GET', path: '/broken/x', pathInfo: '/x', query: '', contentType: undefined, soapAction: undefined, body: Buffer.alloc(0) }, request, reply),
+      app.fastify.runCall(
+        binding,
+        {
+          method: 'GET',
+          path: '/broken/x',
+          pathInfo: '/x',
+          query: '',
+          contentType: undefined,
+          soapAction: undefined,
+          body: Buffer.alloc(0),
+        },
+        request,
+        reply,
+      ),
     );
     const address = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(() => app.fastify.close());
@@ -204,8 +225,13 @@ describe('load shedding', () => {
   it('records each shed call as a hit and in legacy_calls_total, and sums them up in one warning', async () => {
     const { slow, release } = await heldUpstream();
     const lines: Record<string, unknown>[] = [];
-    const config = loadConfig({}, { log: { level: 'info' }, upstream: { baseUrl: slow.origin, appKey: 'k' }, server: { maxConcurrentCalls: 1, retryAfterSeconds: 30 } });
-    const app = await buildApp(config, { logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }) });
+    const config = loadConfig(
+      {},
+      { log: { level: 'info' }, upstream: { baseUrl: slow.origin, appKey: 'k' }, server: { maxConcurrentCalls: 1, retryAfterSeconds: 30 } },
+    );
+    const app = await buildApp(config, {
+      logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    });
     const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
     const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
     const first = fetch(`${proxy}/index.asmx/Search?query=a`);
@@ -217,8 +243,17 @@ describe('load shedding', () => {
     }
     const hits = lines.filter((line) => line.event === 'deprecated_call' && line.outcome === 'shed');
     expect(hits).toHaveLength(4);
-    expect(hits[0]).toMatchObject({ operation: 'ProductLookup', binding: 'httpGet', status: 503, reason: null, upstreamRequests: 0, client: clientFingerprint('key-0') });
-    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed",client="other"\} 4$/m);
+    expect(hits[0]).toMatchObject({
+      operation: 'ProductLookup',
+      binding: 'httpGet',
+      status: 503,
+      reason: null,
+      upstreamRequests: 0,
+      client: clientFingerprint('key-0'),
+    });
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(
+      /^legacy_calls_total\{operation="ProductLookup",binding="httpGet",outcome="shed",client="other"\} 4$/m,
+    );
     release();
     await first;
     expect(lines.filter((line) => line.level === 40)).toEqual([]);
@@ -236,7 +271,12 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         const params = new Map(request.params);
         const page = Number(params.get('page'));
         // 300 designs, but never more than 50 per page whatever pageSize says.
-        return parseXml(pageDocument(300, new Map([...params, ['pageSize', '50']]), STORE_PAGES).replace(`startResult="${page * 50}"`, `startResult="${page * 256}"`));
+        return parseXml(
+          pageDocument(300, new Map([...params, ['pageSize', '50']]), STORE_PAGES).replace(
+            `startResult="${page * 50}"`,
+            `startResult="${page * 256}"`,
+          ),
+        );
       },
     };
     await expect(createCallAnswerer(testConfig())({ operation: store, args: { storeId: 's' } }, capped)).rejects.toMatchObject({
@@ -252,7 +292,9 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         return parseXml(pageDocument(total++, new Map(request.params), STORE_PAGES));
       },
     };
-    const result = treeOf(await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing));
+    const result = treeOf(
+      await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing),
+    );
     expect(result.attributes.find((a) => a.name === 'resultLength')?.value).toBe('602');
   });
 
@@ -263,7 +305,9 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
       const asked = Number(params.get(naming.sizeParam));
       const start = (Number(params.get(naming.pageParam)) - naming.firstPage) * asked;
       const items = range(start, Math.min(start + asked, start + 50, 1000)).map((id) => `<searchResultItem mediaId="${id}" />`);
-      return parseXml(`<searchResultSet totalDesigns="1000" startResult="${start}" resultLength="${items.length}"><mainResults>${items.join('')}</mainResults></searchResultSet>`);
+      return parseXml(
+        `<searchResultSet totalDesigns="1000" startResult="${start}" resultLength="${items.length}"><mainResults>${items.join('')}</mainResults></searchResultSet>`,
+      );
     },
   });
 
@@ -274,7 +318,8 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
     const call = { operation: findOperation(name)!, args };
     await expect(createCallAnswerer(testConfig())(call, cappedAt50(naming))).rejects.toMatchObject({
       reason: 'upstream_invalid',
-      message: 'The upstream page at item 0 holds 50 items of the 80 asked for, though it reports 1000 in all: the upstream caps its pages below the configured maximum page size.',
+      message:
+        'The upstream page at item 0 holds 50 items of the 80 asked for, though it reports 1000 in all: the upstream caps its pages below the configured maximum page size.',
     });
   });
 
@@ -301,9 +346,13 @@ describe('the elements of the upstream answers are configuration', () => {
       const params = new URL(req.url ?? '/', 'http://upstream').searchParams;
       const size = Number(params.get('resultsPerPage') ?? 60);
       const start = (Number(params.get('pageNumber') ?? 1) - 1) * size;
-      const entries = range(start, Math.min(start + size, 500)).map((n) => `<entry n="${n}" />`).join('');
+      const entries = range(start, Math.min(start + size, 500))
+        .map((n) => `<entry n="${n}" />`)
+        .join('');
       res.writeHead(200, { 'content-type': 'text/xml' });
-      res.end(`<results totalDesigns="500" startResult="${start}" resultLength="${Math.min(size, 500 - start)}"><list>${entries}<note>kept out</note></list></results>`);
+      res.end(
+        `<results totalDesigns="500" startResult="${start}" resultLength="${Math.min(size, 500 - start)}"><list>${entries}<note>kept out</note></list></results>`,
+      );
     });
   }
   const shape = { upstream: { answers: { '/product.search.cp': { root: 'results', items: 'list', item: 'entry' } } } };
@@ -327,8 +376,16 @@ describe('the elements of the upstream answers are configuration', () => {
 
 describe('readiness', () => {
   /** The app with its operator listener on loopback; `listenAdmin: false` leaves that one down. */
-  async function listening(upstreamUrl: string, overrides: Json = {}, listenAdmin = true): Promise<{ app: App; proxy: string; admin: string | null }> {
-    const config = loadConfig({}, { log: { level: 'silent' }, upstream: { baseUrl: upstreamUrl, appKey: 'k' }, server: { adminPort: 0 } }, overrides);
+  async function listening(
+    upstreamUrl: string,
+    overrides: Json = {},
+    listenAdmin = true,
+  ): Promise<{ app: App; proxy: string; admin: string | null }> {
+    const config = loadConfig(
+      {},
+      { log: { level: 'silent' }, upstream: { baseUrl: upstreamUrl, appKey: 'k' }, server: { adminPort: 0 } },
+      overrides,
+    );
     const app = await buildApp(config, { logger: pino({ level: 'silent' }) });
     cleanups.push(() => app.fastify.close());
     const proxy = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
@@ -353,7 +410,10 @@ describe('readiness', () => {
     expect(await readyz(admin!)).toEqual([200, { status: 'ready' }]);
     expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^upstream_up 0$/m);
     const health = (await (await fetch(`${admin}/healthz`)).json()) as { status: string; upstream: Record<string, unknown> };
-    expect(health).toMatchObject({ status: 'ok', upstream: { up: false, source: 'request', problem: 'upstream_unreachable (ECONNREFUSED)', lastUpAt: null } });
+    expect(health).toMatchObject({
+      status: 'ok',
+      upstream: { up: false, source: 'request', problem: 'upstream_unreachable (ECONNREFUSED)', lastUpAt: null },
+    });
     // The service's port says nothing of the upstream.
     expect(await (await fetch(`${proxy}/healthz`)).json()).toEqual({ status: 'ok' });
   });
@@ -364,7 +424,9 @@ describe('readiness', () => {
     expect(await (await fetch(`${admin}/metrics`)).text()).not.toMatch(/^upstream_up /m);
     await fetch(`${proxy}/index.asmx/Search?query=x`);
     expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^upstream_up 1$/m);
-    const { upstream: state } = (await (await fetch(`${admin}/healthz`)).json()) as { upstream: { up: boolean; checkedAt: string; lastUpAt: string } };
+    const { upstream: state } = (await (await fetch(`${admin}/healthz`)).json()) as {
+      upstream: { up: boolean; checkedAt: string; lastUpAt: string };
+    };
     expect(state.up).toBe(true);
     expect(state.lastUpAt).toBe(state.checkedAt);
   });
@@ -409,7 +471,9 @@ describe('the operator listener', () => {
       expect((await fetch(`${admin}${path}`)).status).toBe(200);
     }
     for (const path of ['/healthz', '/readyz']) for (const base of [proxy, admin]) expect((await fetch(`${base}${path}`)).status).toBe(200);
-    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(/^legacy_calls_total\{operation="Search",binding="httpGet",outcome="fault",client="other"\} 1$/m);
+    expect(await (await fetch(`${admin}/metrics`)).text()).toMatch(
+      /^legacy_calls_total\{operation="Search",binding="httpGet",outcome="fault",client="other"\} 1$/m,
+    );
     expect(await (await fetch(`${admin}/ledger`)).text()).toContain(clientFingerprint('caller-key'));
   });
 
@@ -510,7 +574,9 @@ describe('hostile input', () => {
 describe('client fingerprints', () => {
   it('are an HMAC with deprecation.clientIdKey, so a dictionary of keys cannot reverse them', () => {
     expect(clientFingerprint('legacy-key', 'secret')).toMatch(/^hmac:[0-9a-f]{12}$/);
-    expect(clientFingerprint('legacy-key', 'secret')).toBe(`hmac:${createHmac('sha256', 'secret').update('legacy-key').digest('hex').slice(0, 12)}`);
+    expect(clientFingerprint('legacy-key', 'secret')).toBe(
+      `hmac:${createHmac('sha256', 'secret').update('legacy-key').digest('hex').slice(0, 12)}`,
+    );
     expect(clientFingerprint('legacy-key', 'secret')).not.toBe(clientFingerprint('legacy-key', 'other'));
     expect(clientFingerprint(null)).toBe('anonymous');
   });
@@ -522,9 +588,17 @@ describe('client fingerprints', () => {
     expect(fingerprint).toMatch(/^hmac:[0-9a-f]{12}$/);
     expect(fingerprint.slice('hmac:'.length)).not.toBe(createHash('sha256').update(apiKey).digest('hex').slice(0, 12));
     expect(clientFingerprint(apiKey, null)).toBe(fingerprint);
-    const otherProcess = execFileSync(process.execPath, ['--input-type=module', '-e', `import { clientFingerprint } from './dist/src/deprecation/hits.js'; process.stdout.write(clientFingerprint('${apiKey}', null));`], {
-      encoding: 'utf8',
-    });
+    const otherProcess = execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { clientFingerprint } from './dist/src/deprecation/hits.js'; process.stdout.write(clientFingerprint('${apiKey}', null));`,
+      ],
+      {
+        encoding: 'utf8',
+      },
+    );
     expect(otherProcess).toMatch(/^hmac:[0-9a-f]{12}$/);
     expect(otherProcess).not.toBe(fingerprint);
   });

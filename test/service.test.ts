@@ -21,14 +21,20 @@ function filesUnder(dir: string): string[] {
 }
 
 /** `undici` of `undici/x`, `@scope/name` of `@scope/name/x`. */
-const packageOf = (specifier: string): string => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (specifier: string): string =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 describe('the production command', () => {
   it('needs no dev dependency: everything dist/src imports is a dependency or built into Node', () => {
     const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     const imported = new Set(
       filesUnder(join(ROOT, 'dist', 'src')).flatMap((file) =>
-        [...readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*['"]([^'".][^'"]*)['"]/g)].map((match) => packageOf(match[1] as string)),
+        [...readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*['"]([^'".][^'"]*)['"]/g)].map((match) =>
+          packageOf(match[1] as string),
+        ),
       ),
     );
     const missing = [...imported].filter((name) => !name.startsWith('node:') && !builtinModules.includes(name) && !(name in dependencies));
@@ -49,7 +55,15 @@ describe('the production command', () => {
     const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, 'dist/src/cli.js'], {
       cwd: ROOT,
       // Production needs an upstream and a fingerprint key; nothing is called here.
-      env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', NODE_ENV: 'production', UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: TEST_CLIENT_ID_KEY },
+      env: {
+        PATH: process.env.PATH,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        ADMIN_PORT: '0',
+        NODE_ENV: 'production',
+        UPSTREAM_URL: 'http://127.0.0.1:9/api',
+        CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));

@@ -30,13 +30,18 @@ const DEAD_ORIGIN = 'http://127.0.0.1:1';
 const soap = (payload: string, prefix = 'soap'): string =>
   `<?xml version="1.0" encoding="utf-8"?><${prefix}:Envelope xmlns:${prefix}="${SOAP11_ENV}"><${prefix}:Body>${payload}</${prefix}:Body></${prefix}:Envelope>`;
 const searchAnswer = (items: string): string =>
-  soap(`<SearchResponse xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" total="2"><mainResults>${items}</mainResults></searchResultSet></SearchResult></SearchResponse>`);
+  soap(
+    `<SearchResponse xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" total="2"><mainResults>${items}</mainResults></searchResultSet></SearchResult></SearchResponse>`,
+  );
 const ok = (body: string) => ({ status: 200, body });
-const soapFault = (code: string, text: string) =>
-  ({ status: 500, body: soap(`<soap:Fault><faultcode>${code}</faultcode><faultstring>${text}</faultstring><detail /></soap:Fault>`) });
+const soapFault = (code: string, text: string) => ({
+  status: 500,
+  body: soap(`<soap:Fault><faultcode>${code}</faultcode><faultstring>${text}</faultstring><detail /></soap:Fault>`),
+});
 
 describe('comparing two answers (pure)', () => {
-  const items = '<searchResultItem id="1" price="3"><title>Dog</title></searchResultItem><searchResultItem id="2" price="4"><title>Cat</title></searchResultItem>';
+  const items =
+    '<searchResultItem id="1" price="3"><title>Dog</title></searchResultItem><searchResultItem id="2" price="4"><title>Cat</title></searchResultItem>';
 
   it('ignores prefixes, namespace declarations, attribute order, whitespace-only text, comments and CDATA', () => {
     const other = soap(
@@ -70,7 +75,9 @@ describe('comparing two answers (pure)', () => {
 
   it('compares names by namespace, not by prefix', () => {
     const namespaced = items.replace('<searchResultItem id="1"', '<searchResultItem xmlns="urn:other" id="1"');
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), ok(searchAnswer(namespaced)))?.path).toBe('/SearchResult/searchResultSet/mainResults/searchResultItem[1]');
+    expect(compareAnswers('soap11', ok(searchAnswer(items)), ok(searchAnswer(namespaced)))?.path).toBe(
+      '/SearchResult/searchResultSet/mainResults/searchResultItem[1]',
+    );
   });
 
   it('a fault on one side and a result on the other differ; two faults agree when their codes do', () => {
@@ -84,12 +91,16 @@ describe('comparing two answers (pure)', () => {
   });
 
   it('HTTP GET/POST: the documents compare; a 500 text against a document is a mismatch', () => {
-    const document = (price: string): string => `<?xml version="1.0" encoding="utf-8"?>\r\n<searchResultSet total="1">\r\n  <item price="${price}" />\r\n</searchResultSet>`;
+    const document = (price: string): string =>
+      `<?xml version="1.0" encoding="utf-8"?>\r\n<searchResultSet total="1">\r\n  <item price="${price}" />\r\n</searchResultSet>`;
     expect(compareAnswers('httpGet', ok(document('1')), ok(document('1').replace(/\r\n */g, '')))).toBeNull();
     expect(compareAnswers('httpPost', ok(document('1')), ok(document('2')))?.path).toBe('/searchResultSet/item/@price');
     const error = { status: 500, body: 'Unable to connect to the remote server\r\n' };
     expect(compareAnswers('httpGet', error, { ...error, body: 'another text\r\n' })).toBeNull();
-    expect(compareAnswers('httpGet', ok(document('1')), error)).toMatchObject({ path: '/', legacy: 'fault HTTP 500: Unable to connect to the remote server\r\n' });
+    expect(compareAnswers('httpGet', ok(document('1')), error)).toMatchObject({
+      path: '/',
+      legacy: 'fault HTTP 500: Unable to connect to the remote server\r\n',
+    });
   });
 
   it('cuts each value and the path, and never shows the caller key, even where an answer echoes it', () => {
@@ -98,12 +109,18 @@ describe('comparing two answers (pure)', () => {
     expect(diff?.legacy).toBe(`"${'x'.repeat(DIFF_TEXT_LIMIT - 1)}…`);
     const deep = (name: string): string => `<searchResultSet>${`<${name}>`.repeat(60)}1${`</${name}>`.repeat(60)}</searchResultSet>`;
     expect(compareAnswers('httpGet', ok(deep('level')), ok(deep('level').replace('1', '2')))?.path).toHaveLength(DIFF_TEXT_LIMIT + 1);
-    const echoed = compareAnswers('soap11', ok(searchAnswer(items)), soapFault('soap:Client', 'Unknown apiKey secret-caller-key (secret-caller-key)'), ['secret-caller-key']);
+    const echoed = compareAnswers(
+      'soap11',
+      ok(searchAnswer(items)),
+      soapFault('soap:Client', 'Unknown apiKey secret-caller-key (secret-caller-key)'),
+      ['secret-caller-key'],
+    );
     expect(echoed?.legacy).toBe('fault Client: Unknown apiKey [redacted] ([redacted])');
   });
 
   it('never shows a key an answer quotes: an apiKey or appKey element or attribute is no difference, and shows redacted', () => {
-    const quoting = (key: string): string => `<searchResultSet><request appKey="${key}"><apiKey>${key}</apiKey><query>dog</query></request></searchResultSet>`;
+    const quoting = (key: string): string =>
+      `<searchResultSet><request appKey="${key}"><apiKey>${key}</apiKey><query>dog</query></request></searchResultSet>`;
     expect(compareAnswers('httpGet', ok(quoting('k-one')), ok(quoting('k-two')))).toBeNull();
     expect(compareAnswers('httpGet', ok('<searchResultSet />'), ok(quoting('k-two')))).toEqual({
       path: '/searchResultSet/request',
@@ -134,10 +151,14 @@ describe('comparing two answers (pure)', () => {
   it('a value cut at the limit inside an echoed key shows no start of it, whatever its length or spelling', () => {
     const echo = (filler: number, key: string) => soapFault('soap:Client', `${'x'.repeat(filler)} ${dotnetUrlEncode(key)} is not a key`);
     // `fault Client: ` and 179 x's, then the key: the cut falls inside the marker.
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(179, 'a+b/c=d'), ['a+b/c=d'])?.legacy).toBe(`fault Client: ${'x'.repeat(179)} [redac…`);
+    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(179, 'a+b/c=d'), ['a+b/c=d'])?.legacy).toBe(
+      `fault Client: ${'x'.repeat(179)} [redac…`,
+    );
     // A key longer than all a diff reads of a value: redacted as far as it is read.
     const long = `${'k+'.repeat(150)}end`;
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(100, long), [long])?.legacy).toBe(`fault Client: ${'x'.repeat(100)} [redacted]…`);
+    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(100, long), [long])?.legacy).toBe(
+      `fault Client: ${'x'.repeat(100)} [redacted]…`,
+    );
   });
 
   it('reads answers with the safe parser: a DTD is refused, never expanded', () => {
@@ -150,12 +171,27 @@ describe('comparing two answers (pure)', () => {
 
 // --- Routing (pure) --------------------------------------------------------------------------------
 
-const caller = (name: string, fingerprint = clientFingerprint(`${name}-key`), label = name): Caller => ({ name, label, fingerprint, team: null, contact: null });
-const route = (fields: Partial<LegacyRoute> & Pick<LegacyRoute, 'mode'>): LegacyRoute => ({ operations: [], clients: [], percent: 100, answerFrom: null, ...fields });
+const caller = (name: string, fingerprint = clientFingerprint(`${name}-key`), label = name): Caller => ({
+  name,
+  label,
+  fingerprint,
+  team: null,
+  contact: null,
+});
+const route = (fields: Partial<LegacyRoute> & Pick<LegacyRoute, 'mode'>): LegacyRoute => ({
+  operations: [],
+  clients: [],
+  percent: 100,
+  answerFrom: null,
+  ...fields,
+});
 
 describe('routing a call (pure)', () => {
   it('takes the first route whose operations and clients match; none is the translated path', () => {
-    const routes = [route({ mode: 'passthrough', operations: ['Search'], clients: ['warehouse'] }), route({ mode: 'shadow', operations: ['Search', 'ProductLookup'] })];
+    const routes = [
+      route({ mode: 'passthrough', operations: ['Search'], clients: ['warehouse'] }),
+      route({ mode: 'shadow', operations: ['Search', 'ProductLookup'] }),
+    ];
     expect(routeOf(routes, 'Search', caller('warehouse'))).toBe(routes[0]);
     expect(routeOf(routes, 'Search', caller('shop'))).toBe(routes[1]);
     expect(routeOf(routes, 'ProductLookup', caller('warehouse'))).toBe(routes[1]);
@@ -168,7 +204,9 @@ describe('routing a call (pure)', () => {
     const fingerprints = Array.from({ length: 10_000 }, (_, index) => clientFingerprint(`key-${index}`));
     for (const percent of [0, 10, 35, 100]) {
       const routes = [route({ mode: 'shadow', percent })];
-      const taken = fingerprints.filter((fingerprint) => routeOf(routes, 'Search', caller(fingerprint, fingerprint, 'other')) !== null).length;
+      const taken = fingerprints.filter(
+        (fingerprint) => routeOf(routes, 'Search', caller(fingerprint, fingerprint, 'other')) !== null,
+      ).length;
       expect(Math.abs(taken / fingerprints.length - percent / 100)).toBeLessThan(0.02);
     }
     const one = caller('x', clientFingerprint('steady-key'), 'other');
@@ -186,18 +224,42 @@ describe('configuration of legacy routes', () => {
   const clients = [{ name: 'warehouse', apiKeys: ['warehouse-key'] }];
   it.each([
     [{ legacy: { routes: [{ mode: 'shadow' }] } }, 'legacy.routes need legacy.origin'],
-    [{ legacy: { origin: 'http://old.example', routes: [{ mode: 'shadow', operations: ['Serch'] }] } }, 'legacy.routes.0.operations.0 must be one of'],
-    [{ legacy: { origin: 'http://old.example', routes: [{ mode: 'shadow', clients: ['shop'] }] }, clients }, 'legacy.routes entry 1 names the client "shop", which the clients table does not list.'],
-    [{ legacy: { origin: 'http://old.example', routes: [{ mode: 'passthrough', answerFrom: 'legacy' }] } }, 'legacy.routes entry 1 sets answerFrom, which only a shadow route has'],
-    [{ legacy: { origin: 'http://old.example', routes: [{ mode: 'mirror' }] } }, 'legacy.routes.0.mode must be one of "passthrough", "shadow", got "mirror".'],
-    [{ legacy: { origin: 'http://old.example', routes: [{ mode: 'shadow', percent: 101 }] } }, 'legacy.routes.0.percent must be a whole number from 0 to 100'],
+    [
+      { legacy: { origin: 'http://old.example', routes: [{ mode: 'shadow', operations: ['Serch'] }] } },
+      'legacy.routes.0.operations.0 must be one of',
+    ],
+    [
+      { legacy: { origin: 'http://old.example', routes: [{ mode: 'shadow', clients: ['shop'] }] }, clients },
+      'legacy.routes entry 1 names the client "shop", which the clients table does not list.',
+    ],
+    [
+      { legacy: { origin: 'http://old.example', routes: [{ mode: 'passthrough', answerFrom: 'legacy' }] } },
+      'legacy.routes entry 1 sets answerFrom, which only a shadow route has',
+    ],
+    [
+      { legacy: { origin: 'http://old.example', routes: [{ mode: 'mirror' }] } },
+      'legacy.routes.0.mode must be one of "passthrough", "shadow", got "mirror".',
+    ],
+    [
+      { legacy: { origin: 'http://old.example', routes: [{ mode: 'shadow', percent: 101 }] } },
+      'legacy.routes.0.percent must be a whole number from 0 to 100',
+    ],
     [{ legacy: { origin: 'ftp://user:pa55word@old.example' } }, 'legacy.origin must be an http or https URL, got "ftp://***@old.example".'],
   ])('%j is refused', (overrides, message) => {
     expect(() => loadConfig({}, overrides as Json)).toThrow(`Invalid configuration: ${message}`);
   });
 
   it('accepts routes to an origin with credentials, for configured clients', () => {
-    const config = loadConfig({}, { clients, legacy: { origin: 'https://svc:pa55@old.example/', routes: [{ mode: 'shadow', clients: ['warehouse'], percent: 25, answerFrom: 'legacy' }] } });
+    const config = loadConfig(
+      {},
+      {
+        clients,
+        legacy: {
+          origin: 'https://svc:pa55@old.example/',
+          routes: [{ mode: 'shadow', clients: ['warehouse'], percent: 25, answerFrom: 'legacy' }],
+        },
+      },
+    );
     expect(config.legacy.origin).toBe('https://svc:pa55@old.example');
     expect(config.legacy.routes[0]).toEqual({ mode: 'shadow', operations: [], clients: ['warehouse'], percent: 25, answerFrom: 'legacy' });
   });
@@ -216,14 +278,19 @@ interface LoggedProxy extends Running {
 async function startRouted(origin: string, routes: Json[], legacy: Json = {}): Promise<LoggedProxy> {
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
-  const config = loadConfig({}, { server: { host: '127.0.0.1', port: 0, adminPort: 0 }, legacy: { origin, routes, ...(legacy as object) } });
+  const config = loadConfig(
+    {},
+    { server: { host: '127.0.0.1', port: 0, adminPort: 0 }, legacy: { origin, routes, ...(legacy as object) } },
+  );
   const running = await start(config, logger);
   return {
     ...running,
     lines,
     async comparisons(operation, result) {
       const text = await (await fetch(`${running.adminUrl}/metrics`)).text();
-      const line = text.split('\n').find((candidate) => candidate.startsWith(`legacy_shadow_comparisons_total{operation="${operation}",result="${result}"}`));
+      const line = text
+        .split('\n')
+        .find((candidate) => candidate.startsWith(`legacy_shadow_comparisons_total{operation="${operation}",result="${result}"}`));
       return line === undefined ? 0 : Number(line.split(' ')[1]);
     },
   };
@@ -268,21 +335,39 @@ async function routed(target: string, routes: Json[], legacy: Json = {}): Promis
 }
 
 describe('passthrough', () => {
-  it.each(CALL_BINDINGS)('%s: the answer is the origin’s, byte for byte (status, Content-Type, body), with the deprecation headers', async (binding) => {
-    const proxy = await routed(origin.url, [{ mode: 'passthrough' }]);
-    for (const [operation, params] of [['Search', SEARCH], UNKNOWN_STORE] as const) {
-      const direct = await legacyCall(origin.url, binding, operation, params);
-      const passed = await legacyCall(proxy.url, binding, operation, params);
-      expect(passed.status).toBe(direct.status);
-      expect(passed.headers.get('content-type')).toBe(direct.headers.get('content-type'));
-      expect(Buffer.from(await passed.arrayBuffer()).equals(Buffer.from(await direct.arrayBuffer()))).toBe(true);
-      expect(passed.headers.get('deprecation')).not.toBeNull();
-    }
-    const [good, fault] = hits(proxy);
-    expect(good).toMatchObject({ operation: 'Search', binding, route: 'passthrough', outcome: 'ok', reason: null, status: 200, upstreamRequests: 0, successor: '/product.search.cp?v=3&query=dog' });
-    // The old service's own fault, relayed as it is.
-    expect(fault).toMatchObject({ operation: 'StoreLookup', route: 'passthrough', outcome: 'fault', reason: 'legacy_fault', status: 500 });
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: the answer is the origin’s, byte for byte (status, Content-Type, body), with the deprecation headers',
+    async (binding) => {
+      const proxy = await routed(origin.url, [{ mode: 'passthrough' }]);
+      for (const [operation, params] of [['Search', SEARCH], UNKNOWN_STORE] as const) {
+        const direct = await legacyCall(origin.url, binding, operation, params);
+        const passed = await legacyCall(proxy.url, binding, operation, params);
+        expect(passed.status).toBe(direct.status);
+        expect(passed.headers.get('content-type')).toBe(direct.headers.get('content-type'));
+        expect(Buffer.from(await passed.arrayBuffer()).equals(Buffer.from(await direct.arrayBuffer()))).toBe(true);
+        expect(passed.headers.get('deprecation')).not.toBeNull();
+      }
+      const [good, fault] = hits(proxy);
+      expect(good).toMatchObject({
+        operation: 'Search',
+        binding,
+        route: 'passthrough',
+        outcome: 'ok',
+        reason: null,
+        status: 200,
+        upstreamRequests: 0,
+        successor: '/product.search.cp?v=3&query=dog',
+      });
+      // The old service's own fault, relayed as it is.
+      expect(fault).toMatchObject({
+        operation: 'StoreLookup',
+        route: 'passthrough',
+        outcome: 'fault',
+        reason: 'legacy_fault',
+        status: 500,
+      });
+    },
+  );
 
   it('forwards method, path below the origin, query, body, Content-Type, SOAPAction and User-Agent; nothing else', async () => {
     const stub = await startStubUpstream((req, res) => {
@@ -295,14 +380,25 @@ describe('passthrough', () => {
       const answer = await rawRequest(proxy.url, {
         method: 'POST',
         path: '/somewhere/../index.asmx?x=1',
-        headers: { 'Content-Type': 'application/soap+xml; charset=utf-8', SOAPAction: '"http://tempuri.org/Search"', 'User-Agent': 'old-client/1.0', Cookie: 'session=1', Authorization: 'Basic eDp5' },
+        headers: {
+          'Content-Type': 'application/soap+xml; charset=utf-8',
+          SOAPAction: '"http://tempuri.org/Search"',
+          'User-Agent': 'old-client/1.0',
+          Cookie: 'session=1',
+          Authorization: 'Basic eDp5',
+        },
         body: envelope,
       });
       expect(answer).toMatchObject({ status: 200, text: '<ok />' });
       expect(answer.headers['x-internal']).toBeUndefined();
       const [seen] = stub.requests;
       expect(seen).toMatchObject({ method: 'POST', url: '/old-root/index.asmx?x=1' });
-      expect(seen!.headers).toMatchObject({ 'content-type': 'application/soap+xml; charset=utf-8', soapaction: '"http://tempuri.org/Search"', 'user-agent': 'old-client/1.0', host: `127.0.0.1:${stub.port}` });
+      expect(seen!.headers).toMatchObject({
+        'content-type': 'application/soap+xml; charset=utf-8',
+        soapaction: '"http://tempuri.org/Search"',
+        'user-agent': 'old-client/1.0',
+        host: `127.0.0.1:${stub.port}`,
+      });
       expect(seen!.headers.cookie).toBeUndefined();
       expect(seen!.headers.authorization).toBeUndefined();
     } finally {
@@ -359,7 +455,9 @@ describe('passthrough', () => {
   });
 
   it('an answer declared larger than legacy.maxResponseBytes is refused before any of it is relayed', async () => {
-    const stub = await startStubUpstream((_req, res) => res.writeHead(200, { 'content-type': XML_CONTENT_TYPE, 'content-length': '5000' }).end('x'.repeat(5000)));
+    const stub = await startStubUpstream((_req, res) =>
+      res.writeHead(200, { 'content-type': XML_CONTENT_TYPE, 'content-length': '5000' }).end('x'.repeat(5000)),
+    );
     try {
       const proxy = await routed(stub.origin, [{ mode: 'passthrough' }], { maxResponseBytes: 1024 });
       const answer = await legacyCall(proxy.url, 'httpGet', 'Search', SEARCH);
@@ -379,31 +477,50 @@ describe('shadow', () => {
     expect(await answer.text()).toBe(direct);
     // Two faults: the origin's and the translation's agree.
     expect(await statusOf(legacyCall(proxy.url, binding, ...UNKNOWN_STORE))).toBe(500);
-    await eventually(async () => (await proxy.comparisons('Search', 'match')) === 1 && (await proxy.comparisons('StoreLookup', 'match')) === 1);
+    await eventually(
+      async () => (await proxy.comparisons('Search', 'match')) === 1 && (await proxy.comparisons('StoreLookup', 'match')) === 1,
+    );
     expect(proxy.lines.filter((line) => line.event === 'shadow_mismatch')).toEqual([]);
     expect(hits(proxy)[0]).toMatchObject({ route: 'shadow', outcome: 'ok', upstreamRequests: 1 });
   });
 
-  it.each(CALL_BINDINGS)('%s: against an origin with another catalog, a mismatch is counted and logged once with a short diff, never the key', async (binding) => {
-    const proxy = await routed(otherCatalog.url, [{ mode: 'shadow', operations: ['Search'] }]);
-    expect(await statusOf(legacyCall(proxy.url, binding, 'Search', SEARCH))).toBe(200);
-    await eventually(async () => (await proxy.comparisons('Search', 'mismatch')) === 1);
-    const mismatches = proxy.lines.filter((line) => line.event === 'shadow_mismatch');
-    expect(mismatches).toHaveLength(1);
-    const [line] = mismatches as { level: number; operation: string; client: string; requestId: string; diff: { path: string; translated: string; legacy: string } }[];
-    expect(line).toMatchObject({ level: 40, operation: 'Search', binding, client: clientFingerprint(SEARCH.apiKey), requestId: hits(proxy)[0]!.requestId });
-    expect(line!.diff.path).toMatch(/^\/(SearchResult|searchResultSet)\//);
-    expect(line!.diff.translated.length).toBeLessThanOrEqual(DIFF_TEXT_LIMIT + 1);
-    expect(line!.diff.legacy).not.toBe(line!.diff.translated);
-    expect(JSON.stringify(proxy.lines)).not.toContain(SEARCH.apiKey);
-  });
+  it.each(CALL_BINDINGS)(
+    '%s: against an origin with another catalog, a mismatch is counted and logged once with a short diff, never the key',
+    async (binding) => {
+      const proxy = await routed(otherCatalog.url, [{ mode: 'shadow', operations: ['Search'] }]);
+      expect(await statusOf(legacyCall(proxy.url, binding, 'Search', SEARCH))).toBe(200);
+      await eventually(async () => (await proxy.comparisons('Search', 'mismatch')) === 1);
+      const mismatches = proxy.lines.filter((line) => line.event === 'shadow_mismatch');
+      expect(mismatches).toHaveLength(1);
+      const [line] = mismatches as {
+        level: number;
+        operation: string;
+        client: string;
+        requestId: string;
+        diff: { path: string; translated: string; legacy: string };
+      }[];
+      expect(line).toMatchObject({
+        level: 40,
+        operation: 'Search',
+        binding,
+        client: clientFingerprint(SEARCH.apiKey),
+        requestId: hits(proxy)[0]!.requestId,
+      });
+      expect(line!.diff.path).toMatch(/^\/(SearchResult|searchResultSet)\//);
+      expect(line!.diff.translated.length).toBeLessThanOrEqual(DIFF_TEXT_LIMIT + 1);
+      expect(line!.diff.legacy).not.toBe(line!.diff.translated);
+      expect(JSON.stringify(proxy.lines)).not.toContain(SEARCH.apiKey);
+    },
+  );
 
   it('an origin whose fault quotes the key as .NET writes it in a URL (%2b, %2f, + for a space): the mismatch line never holds it', async () => {
     const key = 'Se+cr et/K=y';
     const stub = await startStubUpstream((req, res) => {
       req.resume();
       // As ASP.NET quotes a value it could not use: the text of the exception, HTML-encoded, over HTTP GET.
-      req.on('end', () => res.writeHead(500, { 'content-type': TEXT_CONTENT_TYPE }).end(`Key ${dotnetUrlEncode(key)} is not valid for Search.\r\n`));
+      req.on('end', () =>
+        res.writeHead(500, { 'content-type': TEXT_CONTENT_TYPE }).end(`Key ${dotnetUrlEncode(key)} is not valid for Search.\r\n`),
+      );
     });
     try {
       const proxy = await routed(stub.origin, [{ mode: 'shadow', operations: ['Search'] }]);
@@ -435,7 +552,9 @@ describe('shadow', () => {
       expect(await answer.text()).toContain('searchResultItem');
     }
     await eventually(async () => (await proxy.comparisons('Search', 'error')) === CALL_BINDINGS.length);
-    expect(proxy.lines.find((line) => line.event === 'shadow_error')).toMatchObject({ failed: { translated: null, legacy: 'legacy_origin: unreachable' } });
+    expect(proxy.lines.find((line) => line.event === 'shadow_error')).toMatchObject({
+      failed: { translated: null, legacy: 'legacy_origin: unreachable' },
+    });
   });
 
   it('past legacy.maxShadowsInFlight a call is answered but not shadowed, and counted skipped', async () => {
@@ -453,6 +572,7 @@ describe('shadow', () => {
     const routes = new Map<unknown, Set<unknown>>();
     for (const hit of hits(proxy)) routes.set(hit.clientFingerprint, (routes.get(hit.clientFingerprint) ?? new Set()).add(hit.route));
     expect([...routes.values()].every((seen) => seen.size === 1)).toBe(true);
-    for (const apiKey of keys) expect(routes.get(clientFingerprint(apiKey))).toEqual(new Set([bucketOf(clientFingerprint(apiKey)) < 50 ? 'shadow' : 'translated']));
+    for (const apiKey of keys)
+      expect(routes.get(clientFingerprint(apiKey))).toEqual(new Set([bucketOf(clientFingerprint(apiKey)) < 50 ? 'shadow' : 'translated']));
   });
 });

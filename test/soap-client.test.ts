@@ -139,10 +139,7 @@ function expectRequestInVersion(pc: PortClient, op: OperationName): void {
 }
 
 function envelopeStart(version: SoapVersionCase): string {
-  return (
-    XML_DECLARATION +
-    `<soap:Envelope xmlns:soap="${version.envelopeNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`
-  );
+  return XML_DECLARATION + `<soap:Envelope xmlns:soap="${version.envelopeNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`;
 }
 
 /** The whole fault envelope of docs/wire.md §5.1, `text` already escaped. */
@@ -172,7 +169,11 @@ function resultSetOf(pc: PortClient, op: OperationName): ResultSet {
   expect(headers['cache-control'], 'response Cache-Control').toBe('private, max-age=0');
   const raw = rawResponse(pc);
   // Byte-level frame of §4: one line, this prolog, the result with xmlns="", no trailing newline.
-  expect(raw.startsWith(`${envelopeStart(pc.version)}<soap:Body><${op}Response xmlns="${SERVICE_NAMESPACE}"><${op}Result><searchResultSet xmlns="" `)).toBe(true);
+  expect(
+    raw.startsWith(
+      `${envelopeStart(pc.version)}<soap:Body><${op}Response xmlns="${SERVICE_NAMESPACE}"><${op}Result><searchResultSet xmlns="" `,
+    ),
+  ).toBe(true);
   expect(raw.endsWith(`</searchResultSet></${op}Result></${op}Response></soap:Body></soap:Envelope>`)).toBe(true);
   expect(raw).not.toMatch(/[\r\n]/);
   const envelope = parseXml(raw);
@@ -392,17 +393,20 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
       { pageIndex: 9, pageSize: 100 }, // past the end: no items
     ];
 
-    it.each(pages)('pageIndex $pageIndex, pageSize $pageSize returns that slice of the store, in order', async ({ pageIndex, pageSize }) => {
-      const storeId = largestStore(catalog).id;
-      const all = designsOfStore(catalog, storeId);
-      const offset = pageIndex * pageSize;
-      const expected = all.slice(offset, offset + pageSize);
+    it.each(pages)(
+      'pageIndex $pageIndex, pageSize $pageSize returns that slice of the store, in order',
+      async ({ pageIndex, pageSize }) => {
+        const storeId = largestStore(catalog).id;
+        const all = designsOfStore(catalog, storeId);
+        const offset = pageIndex * pageSize;
+        const expected = all.slice(offset, offset + pageSize);
 
-      const set = await call(pc, 'StoreLookupPaged', { storeId, pageIndex, pageSize });
-      expect(pc.client.lastRequest).toContain(`<pageIndex>${pageIndex}</pageIndex><pageSize>${pageSize}</pageSize>`);
-      expectCounters(set, { offset, length: expected.length, total: all.length });
-      expect(set.items.map((item) => item.mediaId)).toEqual(mediaIds(expected));
-    });
+        const set = await call(pc, 'StoreLookupPaged', { storeId, pageIndex, pageSize });
+        expect(pc.client.lastRequest).toContain(`<pageIndex>${pageIndex}</pageIndex><pageSize>${pageSize}</pageSize>`);
+        expectCounters(set, { offset, length: expected.length, total: all.length });
+        expect(set.items.map((item) => item.mediaId)).toEqual(mediaIds(expected));
+      },
+    );
   });
 
   describe('ProductLookup', () => {

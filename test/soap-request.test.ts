@@ -69,7 +69,10 @@ describe('SOAP 1.1 routing by SOAPAction (docs/wire.md §2.2)', () => {
   });
 
   it('never checks the body element: another wrapper leaves parameters null and 0', () => {
-    const { call } = read({ soapAction: `${SERVICE_NAMESPACE}StoreLookupPaged`, body: envelope(SOAP11_ENV, `<Other xmlns="${SERVICE_NAMESPACE}"><storeId>x</storeId></Other>`) });
+    const { call } = read({
+      soapAction: `${SERVICE_NAMESPACE}StoreLookupPaged`,
+      body: envelope(SOAP11_ENV, `<Other xmlns="${SERVICE_NAMESPACE}"><storeId>x</storeId></Other>`),
+    });
     expect(call.args).toEqual({ storeId: null, apiKey: null, version: null, productTypes: null, pageIndex: 0, pageSize: 0 });
   });
 });
@@ -98,7 +101,10 @@ describe('SOAP 1.2 routing (docs/wire.md §2.3)', () => {
   });
 
   it('an unknown action and an unknown body element', () => {
-    const fault = faultOf({ contentType: 'application/soap+xml; action="urn:nope"', body: envelope(SOAP12_ENV, `<Nope xmlns="${SERVICE_NAMESPACE}"/>`) });
+    const fault = faultOf({
+      contentType: 'application/soap+xml; action="urn:nope"',
+      body: envelope(SOAP12_ENV, `<Nope xmlns="${SERVICE_NAMESPACE}"/>`),
+    });
     expect(fault.chain).toEqual(["Unable to handle request. The action 'urn:nope' was not recognized."]);
   });
 
@@ -130,7 +136,10 @@ describe('checks after routing (docs/wire.md §2.5)', () => {
   });
 
   it('a SOAP 1.1 envelope under application/soap+xml is a 415', () => {
-    const fault = faultOf({ contentType: `application/soap+xml; action="${SERVICE_NAMESPACE}StoreLookupPaged"`, body: envelope(SOAP11_ENV, storeLookupPaged) });
+    const fault = faultOf({
+      contentType: `application/soap+xml; action="${SERVICE_NAMESPACE}StoreLookupPaged"`,
+      body: envelope(SOAP11_ENV, storeLookupPaged),
+    });
     expect(fault.status).toBe(415);
   });
 
@@ -139,16 +148,16 @@ describe('checks after routing (docs/wire.md §2.5)', () => {
   });
 
   it('a DOCTYPE is refused, its entities never expanded', () => {
-    const body = Buffer.from(`<!DOCTYPE x [<!ENTITY e "boom">]><soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body>&e;</soap:Body></soap:Envelope>`);
+    const body = Buffer.from(
+      `<!DOCTYPE x [<!ENTITY e "boom">]><soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body>&e;</soap:Body></soap:Envelope>`,
+    );
     expect(faultOf({ soapAction, body }).status).toBe(400);
   });
 
   it('a missing Body', () => {
     const fault = faultOf({ soapAction, body: Buffer.from(`<soap:Envelope xmlns:soap="${SOAP11_ENV}"/>`) });
     expect(fault).toMatchObject({ code: 'Client', status: 500 });
-    expect(fault.chain.join(' ---> ')).toBe(
-      `${UNABLE_TO_READ}Request format is invalid: Missing required soap:Body element.`,
-    );
+    expect(fault.chain.join(' ---> ')).toBe(`${UNABLE_TO_READ}Request format is invalid: Missing required soap:Body element.`);
   });
 
   it.each([
@@ -182,7 +191,9 @@ describe('checks after routing (docs/wire.md §2.5)', () => {
 });
 
 describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
-  const result = parseXml('<searchResultSet totalDesigns="1" sort="by_score_desc">\n  <mainResults>\n    <searchResultItem mediaId="7" />\n  </mainResults>\n</searchResultSet>');
+  const result = parseXml(
+    '<searchResultSet totalDesigns="1" sort="by_score_desc">\n  <mainResults>\n    <searchResultItem mediaId="7" />\n  </mainResults>\n</searchResultSet>',
+  );
 
   it('success envelope, byte for byte', () => {
     expect(successEnvelope('1.1', SERVICE_NAMESPACE, findOperation('Search')!, result)).toBe(
@@ -203,7 +214,9 @@ describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
   });
 
   it('SOAP 1.2 fault, byte for byte', () => {
-    expect(faultEnvelope('1.2', 'Client', ['Unable to handle request without a valid action parameter. Please supply a valid soap action.'])).toBe(
+    expect(
+      faultEnvelope('1.2', 'Client', ['Unable to handle request without a valid action parameter. Please supply a valid soap action.']),
+    ).toBe(
       '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Unable to handle request without a valid action parameter. Please supply a valid soap action.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
     );
   });

@@ -132,7 +132,12 @@ describe('npm start', () => {
     });
     expect(exit.code).toBe(0);
     // LOG_LEVEL=warn: no info line but the hits.
-    expect(exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.level === 'info').map((line) => line.event)).toEqual(['deprecated_call']);
+    expect(
+      exit.stdout
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line.level === 'info')
+        .map((line) => line.event),
+    ).toEqual(['deprecated_call']);
   });
 
   it('writes the hits to log.hitsFile when one is named', async () => {
@@ -145,7 +150,10 @@ describe('npm start', () => {
       kill();
     });
     expect(exit.code).toBe(0);
-    const hits = readFileSync(join(dir, 'hits', 'hits.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const hits = readFileSync(join(dir, 'hits', 'hits.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(hits).toMatchObject([{ event: 'deprecated_call', operation: 'Search', outcome: 'ok' }]);
     expect(exit.stdout.join('\n')).not.toContain('deprecated_call');
   });
@@ -157,7 +165,8 @@ describe('npm start', () => {
     const started = performance.now();
     const exit = await run({ CONFIG_FILE: file }, async (lines, kill) => {
       const { address } = await nextEvent(lines, 'listening');
-      const search = async (query: string): Promise<void> => expect((await fetch(`${String(address)}/index.asmx/Search?query=${query}`)).status).toBe(200);
+      const search = async (query: string): Promise<void> =>
+        expect((await fetch(`${String(address)}/index.asmx/Search?query=${query}`)).status).toBe(200);
       await search('dog');
       await nextEvent(lines, 'hits_file_failed');
       await search('cat');
@@ -214,7 +223,11 @@ describe('npm start', () => {
   it('never prints the credentials in UPSTREAM_URL', async () => {
     const exit = await run({ UPSTREAM_URL: 'http://user:s3cret-pass@127.0.0.1:9/api' }, async (lines, kill) => {
       const first = JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
-      expect(first).toMatchObject({ event: 'upstream', upstream: 'http://***@127.0.0.1:9/api', msg: 'Upstream: http://***@127.0.0.1:9/api' });
+      expect(first).toMatchObject({
+        event: 'upstream',
+        upstream: 'http://***@127.0.0.1:9/api',
+        msg: 'Upstream: http://***@127.0.0.1:9/api',
+      });
       await nextEvent(lines, 'listening');
       kill();
     });
@@ -226,11 +239,20 @@ describe('npm start', () => {
     [{ PORT: 'eighty' }, 'Invalid configuration: PORT must be a whole number, got "eighty".'],
     [{ PORT: '70000' }, 'Invalid configuration: PORT (server.port) must be a whole number from 0 to 65535, got 70000.'],
     [{ PORT: '' }, 'Invalid configuration: PORT is set but empty; unset it or give it a value.'],
-    [{ UPSTREAM_URL: 'ftp://example.com' }, 'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an http or https URL, got "ftp://example.com".'],
+    [
+      { UPSTREAM_URL: 'ftp://example.com' },
+      'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an http or https URL, got "ftp://example.com".',
+    ],
     [{ UPSTREAM_URL: '' }, 'Invalid configuration: UPSTREAM_URL is set but empty; unset it or give it a value.'],
     [{ UPSTREAM_URL: '  ' }, 'Invalid configuration: UPSTREAM_URL is set but empty; unset it or give it a value.'],
-    [{ LOG_LEVEL: 'loud' }, 'Invalid configuration: LOG_LEVEL (log.level) must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud".'],
-    [{ CONFIG_FILE: '/nonexistent/proxy.json' }, 'Invalid configuration: CONFIG_FILE names a file that cannot be read (/nonexistent/proxy.json: ENOENT).'],
+    [
+      { LOG_LEVEL: 'loud' },
+      'Invalid configuration: LOG_LEVEL (log.level) must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud".',
+    ],
+    [
+      { CONFIG_FILE: '/nonexistent/proxy.json' },
+      'Invalid configuration: CONFIG_FILE names a file that cannot be read (/nonexistent/proxy.json: ENOENT).',
+    ],
   ])('refuses %j with a message naming the key', async (env, message) => {
     const exit = await run(env);
     expect(exit.code).toBe(1);
@@ -261,9 +283,18 @@ describe('npm start', () => {
   });
 
   it.each([
-    [{}, 'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be set when NODE_ENV is "production": without it the proxy would answer real clients from its embedded demo catalog.'],
-    [{ UPSTREAM_URL: 'http://127.0.0.1:9/api' }, 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be set when NODE_ENV is "production"'],
-    [{ UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: 'short-key' }, 'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be at least 32 characters long.'],
+    [
+      {},
+      'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be set when NODE_ENV is "production": without it the proxy would answer real clients from its embedded demo catalog.',
+    ],
+    [
+      { UPSTREAM_URL: 'http://127.0.0.1:9/api' },
+      'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be set when NODE_ENV is "production"',
+    ],
+    [
+      { UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: 'short-key' },
+      'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be at least 32 characters long.',
+    ],
   ])('with NODE_ENV=production refuses to start without what production needs (%j)', async (env, message) => {
     for (const production of ['production', 'Production', 'prod']) {
       const exit = await run({ NODE_ENV: production, ...env });
@@ -291,27 +322,30 @@ describe('npm start', () => {
     ['/sys/hits.log', 'permission denied', 'EACCES'],
     [tmpdir(), 'it is a directory', 'EISDIR'],
     [fifo(), 'it is a FIFO that no process reads', 'ENXIO'],
-  ])('refuses a log.hitsFile it cannot write (%s) before listening, in one JSON line naming the key and the path', async (path, problem, code) => {
-    const dir = mkdtempSync(join(tmpdir(), 'proxy-hits-'));
-    const file = join(dir, 'proxy.json');
-    writeFileSync(file, JSON.stringify({ log: { hitsFile: path } }));
-    const exit = await run({ CONFIG_FILE: file });
-    expect(exit.code).toBe(1);
-    const lines = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines.map((line) => line.event)).not.toContain('listening');
-    expect(lines.at(-1)).toEqual({
-      level: 'fatal',
-      time: expect.any(String),
-      pid: expect.any(Number),
-      hostname: expect.any(String),
-      event: 'start_refused',
-      key: 'log.hitsFile',
-      value: path,
-      code,
-      msg: `Cannot start: log.hitsFile (${path}) cannot be written: ${problem}.`,
-    });
-    expect(exit.stderr).toBe('');
-  });
+  ])(
+    'refuses a log.hitsFile it cannot write (%s) before listening, in one JSON line naming the key and the path',
+    async (path, problem, code) => {
+      const dir = mkdtempSync(join(tmpdir(), 'proxy-hits-'));
+      const file = join(dir, 'proxy.json');
+      writeFileSync(file, JSON.stringify({ log: { hitsFile: path } }));
+      const exit = await run({ CONFIG_FILE: file });
+      expect(exit.code).toBe(1);
+      const lines = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.map((line) => line.event)).not.toContain('listening');
+      expect(lines.at(-1)).toEqual({
+        level: 'fatal',
+        time: expect.any(String),
+        pid: expect.any(Number),
+        hostname: expect.any(String),
+        event: 'start_refused',
+        key: 'log.hitsFile',
+        value: path,
+        code,
+        msg: `Cannot start: log.hitsFile (${path}) cannot be written: ${problem}.`,
+      });
+      expect(exit.stderr).toBe('');
+    },
+  );
 
   it.each([
     ['PORT', 'server.port'],
@@ -356,7 +390,7 @@ describe('npm start', () => {
     );
   });
 
-  it('keeps keys out of the operators\' lines that quote text the proxy did not write (fastify\'s warnings, error messages)', () => {
+  it("keeps keys out of the operators' lines that quote text the proxy did not write (fastify's warnings, error messages)", () => {
     const script = [
       "import { createOperatorLogger } from './dist/src/main.js';",
       'const log = createOperatorLogger("info");',
@@ -366,10 +400,20 @@ describe('npm start', () => {
       'log.flush();',
     ].join('\n');
     const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; err?: { message: string; stack: string } });
-    expect(lines[0]!.msg).toBe('Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=[redacted]" (GET) route?');
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { msg: string; err?: { message: string; stack: string } });
+    expect(lines[0]!.msg).toBe(
+      'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=[redacted]" (GET) route?',
+    );
     expect(lines[1]!.err!.message).toBe('GET /product.search.cp?v=3&APPKEY=[redacted] failed');
-    expect(lines[2]!.err).toEqual({ type: 'Error', message: 'Parse Error', stack: expect.stringMatching(/^Error: Parse Error\n/), code: 'HPE_INVALID' });
+    expect(lines[2]!.err).toEqual({
+      type: 'Error',
+      message: 'Parse Error',
+      stack: expect.stringMatching(/^Error: Parse Error\n/),
+      code: 'HPE_INVALID',
+    });
     expect(stdout).not.toMatch(/secret-(one|two|three)|rawPacket/);
   });
 

@@ -38,16 +38,26 @@ beforeAll(async () => {
         return void res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><h1>502 Bad Gateway</h1></body></html>');
       case 'help-echo':
         // An upstream behind .NET quoting the appKey it was sent as HttpUtility.UrlEncode writes it.
-        return void res.writeHead(403, { 'content-type': 'text/xml' }).end(`<help><exception-message>Unknown appKey ${dotnetUrlEncode(url.searchParams.get('appKey') ?? '')}.</exception-message></help>`);
+        return void res
+          .writeHead(403, { 'content-type': 'text/xml' })
+          .end(
+            `<help><exception-message>Unknown appKey ${dotnetUrlEncode(url.searchParams.get('appKey') ?? '')}.</exception-message></help>`,
+          );
       case 'help-url': {
         // An upstream quoting the URL it was called at, escaped whole, as a `returnUrl` would hold it.
         const message = `Invalid product. returnUrl=${encodeURIComponent(`http://upstream${req.url}`)}`;
-        return void res.writeHead(404, { 'content-type': 'text/xml' }).end(`<help><exception-message>${message}</exception-message></help>`);
+        return void res
+          .writeHead(404, { 'content-type': 'text/xml' })
+          .end(`<help><exception-message>${message}</exception-message></help>`);
       }
       case 'help-4xx':
-        return void res.writeHead(400, { 'content-type': 'text/xml' }).end('<help>\n  <exception-message>Invalid sort value.</exception-message>\n</help>');
+        return void res
+          .writeHead(400, { 'content-type': 'text/xml' })
+          .end('<help>\n  <exception-message>Invalid sort value.</exception-message>\n</help>');
       case 'gateway-403':
-        return void res.writeHead(403, { 'content-type': 'text/xml', 'x-mashery-error-code': 'ERR_403_DEVELOPER_INACTIVE' }).end('<h1>Developer Inactive</h1>');
+        return void res
+          .writeHead(403, { 'content-type': 'text/xml', 'x-mashery-error-code': 'ERR_403_DEVELOPER_INACTIVE' })
+          .end('<h1>Developer Inactive</h1>');
       case 'html-200':
         return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Maintenance<br></body></html>');
       case 'truncated':
@@ -76,7 +86,18 @@ afterAll(async () => {
 async function proxyTo(baseUrl: string, overrides: Json = {}): Promise<string> {
   const config = loadConfig(
     {},
-    { log: { level: 'silent' }, upstream: { baseUrl, appKey: 'k', headersTimeoutMs: 300, bodyTimeoutMs: 300, connectTimeoutMs: 300, maxResponseBytes: 8192, callTimeoutMs: 3000 } },
+    {
+      log: { level: 'silent' },
+      upstream: {
+        baseUrl,
+        appKey: 'k',
+        headersTimeoutMs: 300,
+        bodyTimeoutMs: 300,
+        connectTimeoutMs: 300,
+        maxResponseBytes: 8192,
+        callTimeoutMs: 3000,
+      },
+    },
     overrides,
   );
   const app = await buildApp(config, { logger: pino({ level: 'silent' }) });

@@ -57,7 +57,12 @@ describe('requests sent upstream', () => {
   it('StoreLookup: every page, first page 0, at the store page size', async () => {
     const result = parseXml(await get('StoreLookup', 'storeId=cybersprocket&apiKey=K1&productTypes=Mug,+White+T-Shirt'));
     expect(asked().sort()).toEqual(
-      [0, 1, 2, 3].map((page) => `/v3/product.searchForProductsOfStore.cp?v=3&appKey=K1&storeId=cybersprocket&merchandiseIds=0%2C2&page=${page}&pageSize=256`).sort(),
+      [0, 1, 2, 3]
+        .map(
+          (page) =>
+            `/v3/product.searchForProductsOfStore.cp?v=3&appKey=K1&storeId=cybersprocket&merchandiseIds=0%2C2&page=${page}&pageSize=256`,
+        )
+        .sort(),
     );
     expect(itemIds(result)).toEqual(range(0, TOTAL));
     expect(attribute(result, 'resultLength')).toBe(String(TOTAL));
@@ -71,7 +76,10 @@ describe('requests sent upstream', () => {
 
   it('AdvancedSearch: one page when one page size covers the window', async () => {
     const result = parseXml(
-      await get('AdvancedSearch', 'query=dog&apiKey=K1&productTypes=-999&startResults=95&maxResults=10&maxProductsPerDesign=1&sort=by-date-desc'),
+      await get(
+        'AdvancedSearch',
+        'query=dog&apiKey=K1&productTypes=-999&startResults=95&maxResults=10&maxProductsPerDesign=1&sort=by-date-desc',
+      ),
     );
     expect(asked()).toEqual([
       '/v3/product.search.cp?v=3&appKey=K1&query=dog&merchandiseIds=-999&maxProductsPerDesign=1&sort=by_date_desc&pageNumber=7&resultsPerPage=15',

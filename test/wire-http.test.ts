@@ -70,7 +70,11 @@ const soapCall = (op: string): RawRequest => withHeaders(soap11(op), { soapactio
 
 /** §6.3 (and §7.2's not-found answers): 500, text/plain, the HTML-encoded chain and CRLF. */
 function expectTextError(res: RawResponse, body: string): void {
-  expect({ status: res.status, contentType: res.headers['content-type'], body: res.text }).toEqual({ status: 500, contentType: TEXT, body });
+  expect({ status: res.status, contentType: res.headers['content-type'], body: res.text }).toEqual({
+    status: 500,
+    contentType: TEXT,
+    body,
+  });
   expect(res.headers['cache-control']).toBe('private');
 }
 
@@ -93,7 +97,8 @@ function searchedFor(res: RawResponse): string {
 
 const CASE_MISMATCH = (given: string, op: string): string =>
   `Invalid method name &#39;${given}&#39;,  method names are case sensitive.   The method name &#39;${op}&#39; with the same name but different casing was found.\r\nParameter name: methodName\r\n`;
-const CANNOT_CONVERT = (value: string, inner: string): string => `Cannot convert ${value} to System.Int32.\r\nParameter name: type ---> ${inner}\r\n`;
+const CANNOT_CONVERT = (value: string, inner: string): string =>
+  `Cannot convert ${value} to System.Int32.\r\nParameter name: type ---> ${inner}\r\n`;
 
 /** §7.3, written out. */
 function discoDocument(url: string): string {
@@ -108,7 +113,8 @@ function discoDocument(url: string): string {
 }
 
 /** The four port addresses of a WSDL, in document order. */
-const wsdlAddresses = (wsdl: string): string[] => [...wsdl.matchAll(/<(?:soap|soap12|http):address location="([^"]*)" \/>/g)].map((m) => m[1]!);
+const wsdlAddresses = (wsdl: string): string[] =>
+  [...wsdl.matchAll(/<(?:soap|soap12|http):address location="([^"]*)" \/>/g)].map((m) => m[1]!);
 
 // ---- §1 Dispatch -----------------------------------------------------------------------------------
 
@@ -117,17 +123,71 @@ describe('§1 dispatch', () => {
 
   // First table: the protocol that accepts each request.
   it.each<{ protocol: string; req: RawRequest; status: number; contentType: string; bodyStart: string }>([
-    { protocol: 'SOAP: no PathInfo, POST', req: soapCall('Search'), status: 200, contentType: XML_CONTENT_TYPE, bodyStart: `${XML_DECLARATION}<soap:Envelope ` },
+    {
+      protocol: 'SOAP: no PathInfo, POST',
+      req: soapCall('Search'),
+      status: 200,
+      contentType: XML_CONTENT_TYPE,
+      bodyStart: `${XML_DECLARATION}<soap:Envelope `,
+    },
     // A form posted to the SOAP path is still SOAP: no action, not XML (§2.4 row 9).
-    { protocol: 'SOAP: even for a form', req: post('/index.asmx', 'query=dog'), status: 500, contentType: SOAP12_CONTENT_TYPE, bodyStart: `${XML_DECLARATION}<soap:Envelope ` },
-    { protocol: 'HTTP POST: PathInfo of 2+ chars, POST', req: post('/index.asmx/Search', 'query=dog'), status: 200, contentType: XML_CONTENT_TYPE, bodyStart: `${XML_DECLARATION}\r\n<searchResultSet ` },
-    { protocol: 'HTTP GET: PathInfo of 2+ chars, GET', req: { path: '/index.asmx/Search?query=dog' }, status: 200, contentType: XML_CONTENT_TYPE, bodyStart: `${XML_DECLARATION}\r\n<searchResultSet ` },
-    { protocol: 'HTTP GET: a 2-char PathInfo is a method name', req: { path: '/index.asmx/X' }, status: 500, contentType: TEXT, bodyStart: 'X Web Service method name is not valid.\r\n' },
-    { protocol: 'Discovery: ?wsdl', req: { path: '/index.asmx?wsdl' }, status: 200, contentType: XML_CONTENT_TYPE, bodyStart: `${XML_DECLARATION}\r\n<wsdl:definitions ` },
-    { protocol: 'Discovery: ?disco', req: { path: '/index.asmx?disco' }, status: 200, contentType: XML_CONTENT_TYPE, bodyStart: `${XML_DECLARATION}\r\n<discovery ` },
-    { protocol: 'Discovery: ?schema=', req: { path: '/index.asmx?schema=x' }, status: 500, contentType: TEXT, bodyStart: 'Schema not found.\r\n' },
+    {
+      protocol: 'SOAP: even for a form',
+      req: post('/index.asmx', 'query=dog'),
+      status: 500,
+      contentType: SOAP12_CONTENT_TYPE,
+      bodyStart: `${XML_DECLARATION}<soap:Envelope `,
+    },
+    {
+      protocol: 'HTTP POST: PathInfo of 2+ chars, POST',
+      req: post('/index.asmx/Search', 'query=dog'),
+      status: 200,
+      contentType: XML_CONTENT_TYPE,
+      bodyStart: `${XML_DECLARATION}\r\n<searchResultSet `,
+    },
+    {
+      protocol: 'HTTP GET: PathInfo of 2+ chars, GET',
+      req: { path: '/index.asmx/Search?query=dog' },
+      status: 200,
+      contentType: XML_CONTENT_TYPE,
+      bodyStart: `${XML_DECLARATION}\r\n<searchResultSet `,
+    },
+    {
+      protocol: 'HTTP GET: a 2-char PathInfo is a method name',
+      req: { path: '/index.asmx/X' },
+      status: 500,
+      contentType: TEXT,
+      bodyStart: 'X Web Service method name is not valid.\r\n',
+    },
+    {
+      protocol: 'Discovery: ?wsdl',
+      req: { path: '/index.asmx?wsdl' },
+      status: 200,
+      contentType: XML_CONTENT_TYPE,
+      bodyStart: `${XML_DECLARATION}\r\n<wsdl:definitions `,
+    },
+    {
+      protocol: 'Discovery: ?disco',
+      req: { path: '/index.asmx?disco' },
+      status: 200,
+      contentType: XML_CONTENT_TYPE,
+      bodyStart: `${XML_DECLARATION}\r\n<discovery `,
+    },
+    {
+      protocol: 'Discovery: ?schema=',
+      req: { path: '/index.asmx?schema=x' },
+      status: 500,
+      contentType: TEXT,
+      bodyStart: 'Schema not found.\r\n',
+    },
     { protocol: 'Documentation: no PathInfo, GET', req: { path: '/index.asmx' }, status: 200, contentType: HTML, bodyStart: '<html>' },
-    { protocol: 'Documentation: any other query', req: { path: '/index.asmx?foo=bar' }, status: 200, contentType: HTML, bodyStart: '<html>' },
+    {
+      protocol: 'Documentation: any other query',
+      req: { path: '/index.asmx?foo=bar' },
+      status: 200,
+      contentType: HTML,
+      bodyStart: '<html>',
+    },
   ])('$protocol', async ({ req, status, contentType, bodyStart }) => {
     const res = await proxy().send(req);
     expect({ status: res.status, contentType: res.headers['content-type'] }).toEqual({ status, contentType });
@@ -313,16 +373,31 @@ describe('§6 HTTP GET and HTTP POST (lenient default)', () => {
 
   describe('HTTP POST reads the urlencoded form only', () => {
     it.each([
-      { rule: 'the query string of a POST is ignored', req: post('/index.asmx/Search?query=fromurl', 'query=fromform'), searched: 'fromform' },
+      {
+        rule: 'the query string of a POST is ignored',
+        req: post('/index.asmx/Search?query=fromurl', 'query=fromform'),
+        searched: 'fromform',
+      },
       { rule: 'even when the form lacks the key', req: post('/index.asmx/Search?query=fromurl', ''), searched: '' },
-      { rule: 'parameters in the Content-Type are fine', req: post('/index.asmx/Search', 'query=dog', `${FORM}; charset=utf-8`), searched: 'dog' },
-      { rule: 'the media type matches in any case', req: post('/index.asmx/Search', 'query=dog', 'Application/X-WWW-Form-URLEncoded'), searched: 'dog' },
+      {
+        rule: 'parameters in the Content-Type are fine',
+        req: post('/index.asmx/Search', 'query=dog', `${FORM}; charset=utf-8`),
+        searched: 'dog',
+      },
+      {
+        rule: 'the media type matches in any case',
+        req: post('/index.asmx/Search', 'query=dog', 'Application/X-WWW-Form-URLEncoded'),
+        searched: 'dog',
+      },
     ])('$rule', async ({ req, searched }) => {
       expect(searchedFor(await proxy().send(req))).toBe(searched);
     });
 
     it.each([
-      { type: 'multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW', shown: 'multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW' },
+      {
+        type: 'multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW',
+        shown: 'multipart/form-data; boundary=----WebKitFormBoundary7MA4YWxkTrZu0gW',
+      },
       { type: null, shown: '' },
       { type: '', shown: '' },
       { type: 'text/xml; charset=utf-8', shown: 'text/xml; charset=utf-8' },
@@ -422,7 +497,9 @@ describe('§7 service description and help', () => {
       expect(res.headers['content-type']).toBe(HTML);
       for (const text of [
         'The following operations are supported.  For a formal definition, please review the <a href="?WSDL">Service Description</a>.',
-        ...['AdvancedSearch', 'ProductLookup', 'Search', 'StoreLookup', 'StoreLookupPaged'].map((op) => `<a href="index.asmx?op=${op}">${op}</a>`),
+        ...['AdvancedSearch', 'ProductLookup', 'Search', 'StoreLookup', 'StoreLookupPaged'].map(
+          (op) => `<a href="index.asmx?op=${op}">${op}</a>`,
+        ),
         'Deprecated. Use /product.search.cp instead.',
         'Deprecated. Use /product.searchForProductsOfStore.cp instead.',
         'Deprecated. Use /product.searchForProduct.cp instead.',
@@ -444,7 +521,8 @@ describe('§7 service description and help', () => {
         '<form target="_blank" action="index.asmx/Search" method="POST">',
         '<input type="submit" value="Invoke" class="button">',
         ...['SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST'].map(
-          (title) => `The following is a sample ${title} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.`,
+          (title) =>
+            `The following is a sample ${title} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.`,
         ),
         'POST /index.asmx HTTP/1.1',
         'SOAPAction: "http://tempuri.org/Search"',
@@ -471,10 +549,28 @@ describe('§7.1 addresses', () => {
   const FORWARDED = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'front.example.net' };
 
   describe.each<{ setup: string; overrides: Json; headers: Record<string, string>; path: string; url: string }>([
-    { setup: 'from the Host and scheme of the request', overrides: {}, headers: { host: HOST }, path: '/index.asmx', url: `http://${HOST}/index.asmx` },
+    {
+      setup: 'from the Host and scheme of the request',
+      overrides: {},
+      headers: { host: HOST },
+      path: '/index.asmx',
+      url: `http://${HOST}/index.asmx`,
+    },
     // System.Uri: the host in lower case, the default port left out; the path as requested.
-    { setup: 'canonical as System.Uri writes it', overrides: {}, headers: { host: 'LEGACY.Example.COM:80' }, path: '/Index.asmx', url: 'http://legacy.example.com/Index.asmx' },
-    { setup: 'X-Forwarded-* ignored by default', overrides: {}, headers: { host: HOST, ...FORWARDED }, path: '/index.asmx', url: `http://${HOST}/index.asmx` },
+    {
+      setup: 'canonical as System.Uri writes it',
+      overrides: {},
+      headers: { host: 'LEGACY.Example.COM:80' },
+      path: '/Index.asmx',
+      url: 'http://legacy.example.com/Index.asmx',
+    },
+    {
+      setup: 'X-Forwarded-* ignored by default',
+      overrides: {},
+      headers: { host: HOST, ...FORWARDED },
+      path: '/index.asmx',
+      url: `http://${HOST}/index.asmx`,
+    },
     {
       setup: 'X-Forwarded-* honoured with server.trustProxy',
       overrides: { server: { trustProxy: true } },
@@ -528,7 +624,7 @@ describe('§7.1 addresses', () => {
 
 // ---- fastify's own answers ---------------------------------------------------------------------
 
-describe("answers fastify would write itself come out in the ASMX forms", () => {
+describe('answers fastify would write itself come out in the ASMX forms', () => {
   const LIMIT = 1024;
   const proxy = useProxy({ server: { bodyLimitBytes: LIMIT } });
   const tooLarge = Buffer.alloc(LIMIT + 1, 'a');
@@ -645,14 +741,17 @@ describe('§9 deprecation headers, all configured', () => {
 describe('§9 deprecation headers, defaults (no sunset, no configured links)', () => {
   const proxy = useProxy();
 
-  it.each(EVERY_KIND_OF_ANSWER.filter(({ status }) => status !== 413))('$kind: Deprecation, and a link to its replacement when it is a call that was answered', async ({ req, answered }) => {
-    const res = await proxy().send(req);
-    expect(res.headers.deprecation).toBe('@1767225600');
-    expect(res.headers.sunset).toBeUndefined();
-    // Only a translated call has a replacement request of its own (src/translate/plan.ts successorOf).
-    if (answered) expect(res.headers.link).toMatch(/^<[^>]*\/product\.search\.cp\?v=3&query=dog>; rel="successor-version"$/);
-    else expect(res.headers.link).toBeUndefined();
-  });
+  it.each(EVERY_KIND_OF_ANSWER.filter(({ status }) => status !== 413))(
+    '$kind: Deprecation, and a link to its replacement when it is a call that was answered',
+    async ({ req, answered }) => {
+      const res = await proxy().send(req);
+      expect(res.headers.deprecation).toBe('@1767225600');
+      expect(res.headers.sunset).toBeUndefined();
+      // Only a translated call has a replacement request of its own (src/translate/plan.ts successorOf).
+      if (answered) expect(res.headers.link).toMatch(/^<[^>]*\/product\.search\.cp\?v=3&query=dog>; rel="successor-version"$/);
+      else expect(res.headers.link).toBeUndefined();
+    },
+  );
 });
 
 describe('help samples use the public address', () => {

@@ -43,7 +43,10 @@ const CONTENT_TYPE: Readonly<Record<Version, string>> = { '1.1': XML_CONTENT_TYP
 
 /** §4: what surrounds `{result}` in a success envelope. */
 function successFrame(version: Version, op: string): readonly [head: string, tail: string] {
-  return [`${XML_DECLARATION}${envelopeStart(version)}<soap:Body><${op}Response xmlns="${SERVICE_NAMESPACE}"><${op}Result>`, `</${op}Result></${op}Response></soap:Body></soap:Envelope>`];
+  return [
+    `${XML_DECLARATION}${envelopeStart(version)}<soap:Body><${op}Response xmlns="${SERVICE_NAMESPACE}"><${op}Result>`,
+    `</${op}Result></${op}Response></soap:Body></soap:Envelope>`,
+  ];
 }
 
 const NO_ACTION = 'Unable to handle request without a valid action parameter. Please supply a valid soap action.';
@@ -99,7 +102,10 @@ const search = (query: string = QUERY): string => `<Search xmlns="${SERVICE_NAME
 const UNKNOWN_BODY = `<Nope xmlns="${SERVICE_NAMESPACE}" />`;
 
 /** SOAP 1.1 headers as .NET sends them (§8), with the given SOAPAction. */
-const soap11 = (soapAction = `"${ACTION}"`, contentType = XML_CONTENT_TYPE): RequestHeaders => ({ 'Content-Type': contentType, SOAPAction: soapAction });
+const soap11 = (soapAction = `"${ACTION}"`, contentType = XML_CONTENT_TYPE): RequestHeaders => ({
+  'Content-Type': contentType,
+  SOAPAction: soapAction,
+});
 /** SOAP 1.2 as .NET sends it (§8): the action in the Content-Type, no SOAPAction. */
 const soap12 = (contentType = `${SOAP12_CONTENT_TYPE}; action="${ACTION}"`): RequestHeaders => ({ 'Content-Type': contentType });
 
@@ -164,7 +170,9 @@ function expectOutcome(response: RawResponse, outcome: Outcome): void {
         const marker = '\u0000';
         const [head = '', tail = ''] = expectedFault(outcome.version, outcome.code, marker).split(marker);
         expect(response.text.slice(0, head.length)).toBe(head);
-        expect(response.text.slice(head.length)).toMatch(new RegExp(`^${escapeRegExp(escapeText(outcome.text.startsWith))}[^<]*${escapeRegExp(tail)}$`));
+        expect(response.text.slice(head.length)).toMatch(
+          new RegExp(`^${escapeRegExp(escapeText(outcome.text.startsWith))}[^<]*${escapeRegExp(tail)}$`),
+        );
       }
       return;
     }
@@ -219,20 +227,50 @@ describe('§2.4 decision table', () => {
     // Row 1: not application/soap+xml, SOAPAction known (quoted or not) → routed.
     { row: '1 · known SOAPAction, quoted', headers: soap11(`"${ACTION}"`), body: envelope('1.1', search()), outcome: answered('1.1') },
     { row: '1 · known SOAPAction, unquoted', headers: soap11(ACTION), body: envelope('1.1', search()), outcome: answered('1.1') },
-    { row: '1 · known SOAPAction, URL-encoded', headers: soap11('http%3A%2F%2Ftempuri.org%2FSearch'), body: envelope('1.1', search()), outcome: answered('1.1') },
-    { row: '1 · known SOAPAction, quoted and URL-encoded', headers: soap11('"http%3a%2f%2ftempuri.org%2fSearch"'), body: envelope('1.1', search()), outcome: answered('1.1') },
+    {
+      row: '1 · known SOAPAction, URL-encoded',
+      headers: soap11('http%3A%2F%2Ftempuri.org%2FSearch'),
+      body: envelope('1.1', search()),
+      outcome: answered('1.1'),
+    },
+    {
+      row: '1 · known SOAPAction, quoted and URL-encoded',
+      headers: soap11('"http%3a%2f%2ftempuri.org%2fSearch"'),
+      body: envelope('1.1', search()),
+      outcome: answered('1.1'),
+    },
     // Row 2: `""` or empty → 500, 1.1 soap:Client.
-    { row: '2 · SOAPAction ""', headers: soap11('""'), body: envelope('1.1', search()), outcome: fault('1.1', 'soap:Client', unknownSoapAction('')) },
-    { row: '2 · SOAPAction empty', headers: soap11(''), body: envelope('1.1', search()), outcome: fault('1.1', 'soap:Client', unknownSoapAction('')) },
+    {
+      row: '2 · SOAPAction ""',
+      headers: soap11('""'),
+      body: envelope('1.1', search()),
+      outcome: fault('1.1', 'soap:Client', unknownSoapAction('')),
+    },
+    {
+      row: '2 · SOAPAction empty',
+      headers: soap11(''),
+      body: envelope('1.1', search()),
+      outcome: fault('1.1', 'soap:Client', unknownSoapAction('')),
+    },
     // Row 3: unknown X → 500, 1.1 soap:Client, X unquoted and decoded.
-    { row: '3 · unknown SOAPAction', headers: soap11('urn:unknown'), body: envelope('1.1', search()), outcome: fault('1.1', 'soap:Client', unknownSoapAction('urn:unknown')) },
+    {
+      row: '3 · unknown SOAPAction',
+      headers: soap11('urn:unknown'),
+      body: envelope('1.1', search()),
+      outcome: fault('1.1', 'soap:Client', unknownSoapAction('urn:unknown')),
+    },
     {
       row: '3 · actions are case-sensitive; X shown unquoted',
       headers: soap11(`"${SERVICE_NAMESPACE}search"`),
       body: envelope('1.1', search()),
       outcome: fault('1.1', 'soap:Client', unknownSoapAction(`${SERVICE_NAMESPACE}search`)),
     },
-    { row: '3 · X shown decoded (`+` is a space)', headers: soap11('"urn%3Ax+y"'), body: envelope('1.1', search()), outcome: fault('1.1', 'soap:Client', unknownSoapAction('urn:x y')) },
+    {
+      row: '3 · X shown decoded (`+` is a space)',
+      headers: soap11('"urn%3Ax+y"'),
+      body: envelope('1.1', search()),
+      outcome: fault('1.1', 'soap:Client', unknownSoapAction('urn:x y')),
+    },
     {
       row: '3 · a value quoted at one end only is kept',
       headers: soap11(`"${ACTION}`),
@@ -254,9 +292,24 @@ describe('§2.4 decision table', () => {
     },
     // Row 5: SOAPAction absent or type application/soap+xml, known action parameter → routed.
     { row: '5 · action="…" (the .NET form)', headers: soap12(), body: envelope('1.2', search()), outcome: answered('1.2') },
-    { row: '5 · action unquoted', headers: soap12(`application/soap+xml; charset=utf-8; action=${ACTION}`), body: envelope('1.2', search()), outcome: answered('1.2') },
-    { row: "5 · action single-quoted", headers: soap12(`application/soap+xml; action='${ACTION}'; charset=utf-8`), body: envelope('1.2', search()), outcome: answered('1.2') },
-    { row: '5 · ACTION= (name case-insensitive)', headers: soap12(`application/soap+xml; charset=utf-8; ACTION="${ACTION}"`), body: envelope('1.2', search()), outcome: answered('1.2') },
+    {
+      row: '5 · action unquoted',
+      headers: soap12(`application/soap+xml; charset=utf-8; action=${ACTION}`),
+      body: envelope('1.2', search()),
+      outcome: answered('1.2'),
+    },
+    {
+      row: '5 · action single-quoted',
+      headers: soap12(`application/soap+xml; action='${ACTION}'; charset=utf-8`),
+      body: envelope('1.2', search()),
+      outcome: answered('1.2'),
+    },
+    {
+      row: '5 · ACTION= (name case-insensitive)',
+      headers: soap12(`application/soap+xml; charset=utf-8; ACTION="${ACTION}"`),
+      body: envelope('1.2', search()),
+      outcome: answered('1.2'),
+    },
     {
       row: '5 · spaces and tabs trimmed',
       headers: soap12(`application/soap+xml;charset=utf-8;\t action = \t" ${ACTION}\t"`),
@@ -288,8 +341,18 @@ describe('§2.4 decision table', () => {
       outcome: fault('1.2', 'soap:Sender', notRecognized('urn:first')),
     },
     // Row 6: no or unknown action, body child {ns}{Op} → routed.
-    { row: '6 · a 1.1 envelope without SOAPAction', headers: { 'Content-Type': 'text/xml; charset=utf-8' }, body: envelope('1.1', search()), outcome: answered('1.1') },
-    { row: '6 · a 1.2 envelope without action parameter', headers: soap12('application/soap+xml; charset=utf-8'), body: envelope('1.2', search()), outcome: answered('1.2') },
+    {
+      row: '6 · a 1.1 envelope without SOAPAction',
+      headers: { 'Content-Type': 'text/xml; charset=utf-8' },
+      body: envelope('1.1', search()),
+      outcome: answered('1.1'),
+    },
+    {
+      row: '6 · a 1.2 envelope without action parameter',
+      headers: soap12('application/soap+xml; charset=utf-8'),
+      body: envelope('1.2', search()),
+      outcome: answered('1.2'),
+    },
     {
       row: '6 · an unknown action with a known body element',
       headers: soap12('application/soap+xml; charset=utf-8; action="urn:unknown"'),
@@ -303,8 +366,18 @@ describe('§2.4 decision table', () => {
       outcome: answered('1.2'),
     },
     // Row 7: no action, unknown body child → 500, soap:Client / soap:Sender.
-    { row: '7 · 1.1 form', headers: { 'Content-Type': 'text/xml; charset=utf-8' }, body: envelope('1.1', UNKNOWN_BODY), outcome: fault('1.1', 'soap:Client', NO_ACTION) },
-    { row: '7 · 1.2 form', headers: soap12('application/soap+xml; charset=utf-8'), body: envelope('1.2', UNKNOWN_BODY), outcome: fault('1.2', 'soap:Sender', NO_ACTION) },
+    {
+      row: '7 · 1.1 form',
+      headers: { 'Content-Type': 'text/xml; charset=utf-8' },
+      body: envelope('1.1', UNKNOWN_BODY),
+      outcome: fault('1.1', 'soap:Client', NO_ACTION),
+    },
+    {
+      row: '7 · 1.2 form',
+      headers: soap12('application/soap+xml; charset=utf-8'),
+      body: envelope('1.2', UNKNOWN_BODY),
+      outcome: fault('1.2', 'soap:Sender', NO_ACTION),
+    },
     {
       row: '7 · the fault follows the envelope the router read (1.1 envelope under application/soap+xml)',
       headers: soap12('application/soap+xml; charset=utf-8'),
@@ -317,7 +390,12 @@ describe('§2.4 decision table', () => {
       body: envelope('1.2', `<Search xmlns="urn:other"><query>x</query></Search>`),
       outcome: fault('1.2', 'soap:Sender', NO_ACTION),
     },
-    { row: '7 · an empty Body', headers: soap12('application/soap+xml'), body: envelope('1.2', ''), outcome: fault('1.2', 'soap:Sender', NO_ACTION) },
+    {
+      row: '7 · an empty Body',
+      headers: soap12('application/soap+xml'),
+      body: envelope('1.2', ''),
+      outcome: fault('1.2', 'soap:Sender', NO_ACTION),
+    },
     // Row 8: unknown action X, unknown body child → 500, soap:Client / soap:Sender.
     {
       row: '8 · 1.1 form',
@@ -395,44 +473,105 @@ describe('§2.4 decision table', () => {
 // --- §2.5 --------------------------------------------------------------------------------------
 
 describe('§2.5 checks after routing, in order', () => {
-  const TRUNCATED = '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>';
+  const TRUNCATED =
+    '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>';
   const OTHER_NS = '<Envelope xmlns="urn:other"><Body /></Envelope>';
   const bare = (version: Version, inner = ''): string => `<soap:Envelope xmlns:soap="${ENV_NS[version]}">${inner}</soap:Envelope>`;
   const ROWS: readonly Row[] = [
     // 1. Content-Type base neither text/xml nor application/soap+xml → 415, empty body.
-    { row: '1 · routed by SOAPAction, application/json', headers: soap11(`"${ACTION}"`, 'application/json'), body: envelope('1.1', search()), outcome: empty(415, '1.1') },
-    { row: '1 · routed by SOAPAction, no Content-Type at all', headers: { SOAPAction: `"${ACTION}"` }, body: envelope('1.1', search()), outcome: empty(415, '1.1') },
+    {
+      row: '1 · routed by SOAPAction, application/json',
+      headers: soap11(`"${ACTION}"`, 'application/json'),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
+    {
+      row: '1 · routed by SOAPAction, no Content-Type at all',
+      headers: { SOAPAction: `"${ACTION}"` },
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
     {
       row: '1 · routed by SOAPAction, a form post: the type is checked before the body is read',
       headers: soap11(`"${ACTION}"`, 'application/x-www-form-urlencoded'),
       body: 'query=dog',
       outcome: empty(415, '1.1'),
     },
-    { row: '1 · body-routed 1.2 envelope under application/xml', headers: { 'Content-Type': 'application/xml' }, body: envelope('1.2', search()), outcome: empty(415, '1.2') },
+    {
+      row: '1 · body-routed 1.2 envelope under application/xml',
+      headers: { 'Content-Type': 'application/xml' },
+      body: envelope('1.2', search()),
+      outcome: empty(415, '1.2'),
+    },
     { row: '1 · body-routed 1.1 envelope without Content-Type', headers: {}, body: envelope('1.1', search()), outcome: empty(415, '1.1') },
-    { row: '1 · routed by a known action on text/plain (no envelope read: the guess, 1.2)', headers: soap12(`text/plain; action="${ACTION}"`), body: envelope('1.1', search()), outcome: empty(415, '1.2') },
-    { row: '1 · comes before VersionMismatch', headers: soap11(`"${ACTION}"`, 'application/json'), body: OTHER_NS, outcome: empty(415, '1.1') },
+    {
+      row: '1 · routed by a known action on text/plain (no envelope read: the guess, 1.2)',
+      headers: soap12(`text/plain; action="${ACTION}"`),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.2'),
+    },
+    {
+      row: '1 · comes before VersionMismatch',
+      headers: soap11(`"${ACTION}"`, 'application/json'),
+      body: OTHER_NS,
+      outcome: empty(415, '1.1'),
+    },
     // 2. First element unreadable (malformed XML) → 400, empty body.
     { row: '2 · truncated envelope, SOAP 1.1', headers: soap11(), body: TRUNCATED, outcome: empty(400, '1.1') },
     { row: '2 · truncated envelope, routed by the action parameter', headers: soap12(), body: TRUNCATED, outcome: empty(400, '1.2') },
     { row: '2 · a form body under text/xml, routed by SOAPAction', headers: soap11(), body: 'query=dog', outcome: empty(400, '1.1') },
     { row: '2 · an empty body, routed by SOAPAction', headers: soap11(), body: '', outcome: empty(400, '1.1') },
     // 3. Envelope namespace unknown → 500 soap:VersionMismatch.
-    { row: '3 · routed by SOAPAction', headers: soap11(), body: OTHER_NS, outcome: fault('1.1', 'soap:VersionMismatch', versionMismatch('urn:other')) },
-    { row: '3 · routed by the action parameter', headers: soap12(), body: OTHER_NS, outcome: fault('1.1', 'soap:VersionMismatch', versionMismatch('urn:other')) },
+    {
+      row: '3 · routed by SOAPAction',
+      headers: soap11(),
+      body: OTHER_NS,
+      outcome: fault('1.1', 'soap:VersionMismatch', versionMismatch('urn:other')),
+    },
+    {
+      row: '3 · routed by the action parameter',
+      headers: soap12(),
+      body: OTHER_NS,
+      outcome: fault('1.1', 'soap:VersionMismatch', versionMismatch('urn:other')),
+    },
     // 4. SOAP 1.1 envelope with a base other than text/xml → 415; SOAP 1.2 under text/xml answered as 1.2.
-    { row: '4 · 1.1 envelope under application/soap+xml, known action', headers: soap12(), body: envelope('1.1', search()), outcome: empty(415, '1.1') },
+    {
+      row: '4 · 1.1 envelope under application/soap+xml, known action',
+      headers: soap12(),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
     {
       row: '4 · 1.1 envelope with SOAPAction under application/soap+xml (1.2 router, body-routed)',
       headers: soap11(`"${ACTION}"`, 'application/soap+xml; charset=utf-8'),
       body: envelope('1.1', search()),
       outcome: empty(415, '1.1'),
     },
-    { row: '4 · 1.2 envelope under text/xml with SOAPAction: answered as 1.2', headers: soap11(), body: envelope('1.2', search()), outcome: answered('1.2') },
+    {
+      row: '4 · 1.2 envelope under text/xml with SOAPAction: answered as 1.2',
+      headers: soap11(),
+      body: envelope('1.2', search()),
+      outcome: answered('1.2'),
+    },
     // 5. Root not Envelope, or no Body → 500 "Missing required" faults.
-    { row: '5 · <soap:Envelope/>', headers: soap11(), body: `<soap:Envelope xmlns:soap="${ENV_NS['1.1']}"/>`, outcome: fault('1.1', 'soap:Client', UNABLE_TO_READ + missing('Body')) },
-    { row: '5 · Header but no Body', headers: soap11(), body: bare('1.1', '<soap:Header />'), outcome: fault('1.1', 'soap:Client', UNABLE_TO_READ + missing('Body')) },
-    { row: '5 · Body in no namespace', headers: soap11(), body: bare('1.1', `<Body>${search()}</Body>`), outcome: fault('1.1', 'soap:Client', UNABLE_TO_READ + missing('Body')) },
+    {
+      row: '5 · <soap:Envelope/>',
+      headers: soap11(),
+      body: `<soap:Envelope xmlns:soap="${ENV_NS['1.1']}"/>`,
+      outcome: fault('1.1', 'soap:Client', UNABLE_TO_READ + missing('Body')),
+    },
+    {
+      row: '5 · Header but no Body',
+      headers: soap11(),
+      body: bare('1.1', '<soap:Header />'),
+      outcome: fault('1.1', 'soap:Client', UNABLE_TO_READ + missing('Body')),
+    },
+    {
+      row: '5 · Body in no namespace',
+      headers: soap11(),
+      body: bare('1.1', `<Body>${search()}</Body>`),
+      outcome: fault('1.1', 'soap:Client', UNABLE_TO_READ + missing('Body')),
+    },
     {
       row: '5 · root not Envelope',
       headers: soap11(),
@@ -445,7 +584,12 @@ describe('§2.5 checks after routing, in order', () => {
       body: bare('1.1', `<soap:Header><a:Trace xmlns:a="urn:a">1</a:Trace></soap:Header><soap:Body>${search()}</soap:Body>`),
       outcome: answered('1.1'),
     },
-    { row: '5 · SOAP 1.2 <soap:Envelope/>', headers: soap12(), body: bare('1.2'), outcome: fault('1.2', 'soap:Sender', UNABLE_TO_READ + missing('Body')) },
+    {
+      row: '5 · SOAP 1.2 <soap:Envelope/>',
+      headers: soap12(),
+      body: bare('1.2'),
+      outcome: fault('1.2', 'soap:Sender', UNABLE_TO_READ + missing('Body')),
+    },
     {
       row: '5 · body-element routing: soap:Receiver, "unable to process"',
       headers: soap12('application/soap+xml; charset=utf-8'),
@@ -486,20 +630,61 @@ describe('§2.5 checks after routing, in order', () => {
   // 6. Parameters: bad int → 500 `There is an error in XML document (L, C).`
   it.each([
     { row: 'not a number, LF', version: '1.1', eol: '\n', element: '<productNumber>abc</productNumber>', at: [5, 41], inner: NOT_AN_INT32 },
-    { row: 'not a number, CRLF', version: '1.1', eol: '\r\n', element: '<productNumber>abc</productNumber>', at: [5, 41], inner: NOT_AN_INT32 },
-    { row: 'not a number, SOAP 1.2', version: '1.2', eol: '\n', element: '<productNumber>12a</productNumber>', at: [5, 41], inner: NOT_AN_INT32 },
+    {
+      row: 'not a number, CRLF',
+      version: '1.1',
+      eol: '\r\n',
+      element: '<productNumber>abc</productNumber>',
+      at: [5, 41],
+      inner: NOT_AN_INT32,
+    },
+    {
+      row: 'not a number, SOAP 1.2',
+      version: '1.2',
+      eol: '\n',
+      element: '<productNumber>12a</productNumber>',
+      at: [5, 41],
+      inner: NOT_AN_INT32,
+    },
     { row: 'decimal', version: '1.1', eol: '\n', element: '<productNumber>1.5</productNumber>', at: [5, 41], inner: NOT_AN_INT32 },
     { row: 'empty element', version: '1.1', eol: '\n', element: '<productNumber />', at: [5, 24], inner: NOT_AN_INT32 },
-    { row: 'columns count UTF-16 units, as .NET chars', version: '1.1', eol: '\n', element: '<!--\u{1F600}--><productNumber>x</productNumber>', at: [5, 48], inner: NOT_AN_INT32 },
-    { row: 'out of range, above', version: '1.1', eol: '\n', element: '<productNumber>2147483648</productNumber>', at: [5, 48], inner: INT32_OUT_OF_RANGE },
-    { row: 'out of range, below, SOAP 1.2', version: '1.2', eol: '\r\n', element: '<productNumber>-2147483649</productNumber>', at: [5, 49], inner: INT32_OUT_OF_RANGE },
+    {
+      row: 'columns count UTF-16 units, as .NET chars',
+      version: '1.1',
+      eol: '\n',
+      element: '<!--\u{1F600}--><productNumber>x</productNumber>',
+      at: [5, 48],
+      inner: NOT_AN_INT32,
+    },
+    {
+      row: 'out of range, above',
+      version: '1.1',
+      eol: '\n',
+      element: '<productNumber>2147483648</productNumber>',
+      at: [5, 48],
+      inner: INT32_OUT_OF_RANGE,
+    },
+    {
+      row: 'out of range, below, SOAP 1.2',
+      version: '1.2',
+      eol: '\r\n',
+      element: '<productNumber>-2147483649</productNumber>',
+      at: [5, 49],
+      inner: INT32_OUT_OF_RANGE,
+    },
   ] as const)('check 6 · bad int: $row', async ({ version, eol, element, at, inner }) => {
     const body = multiline(version, eol, element);
     // The expected position is the one just after the failing element's end tag.
     expect(positionAfter(body, element)).toEqual(at);
-    const headers = version === '1.1' ? soap11(`"${SERVICE_NAMESPACE}ProductLookup"`) : soap12(`application/soap+xml; charset=utf-8; action="${SERVICE_NAMESPACE}ProductLookup"`);
+    const headers =
+      version === '1.1'
+        ? soap11(`"${SERVICE_NAMESPACE}ProductLookup"`)
+        : soap12(`application/soap+xml; charset=utf-8; action="${SERVICE_NAMESPACE}ProductLookup"`);
     const code = version === '1.1' ? 'soap:Client' : 'soap:Sender';
-    expectOutcome(await raw(headers, body), fault(version, code, `${UNABLE_TO_READ}There is an error in XML document (${at[0]}, ${at[1]}). ---> ${inner}`));
+    expectOutcome(
+      await raw(headers, body),
+      fault(version, code, `${UNABLE_TO_READ}There is an error in XML document (${at[0]}, ${at[1]}). ---> ${inner}`),
+    );
   });
 
   it.each(['2147483647', '-2147483648', ' +42 '])('check 6 · int %j is in range and binds', async (value) => {
@@ -517,31 +702,77 @@ describe('§3 content types and charsets', () => {
   const utf16be = (text: string): Buffer => Buffer.from(utf16le(text).swap16());
   const latin1 = (text: string): Buffer => Buffer.from(text, 'latin1');
   const utf8Bom = (text: string): Buffer => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text, 'utf8')]);
-  const declaring = (encoding: string, version: Version, body: string): string => envelope(version, body).replace('encoding="utf-8"', `encoding="${encoding}"`);
+  const declaring = (encoding: string, version: Version, body: string): string =>
+    envelope(version, body).replace('encoding="utf-8"', `encoding="${encoding}"`);
 
   const ROWS: readonly Row[] = [
-    { row: 'base type case-insensitive: TEXT/XML', headers: soap11(`"${ACTION}"`, 'TEXT/XML; charset=utf-8'), body: envelope('1.1', search()), outcome: answered('1.1') },
+    {
+      row: 'base type case-insensitive: TEXT/XML',
+      headers: soap11(`"${ACTION}"`, 'TEXT/XML; charset=utf-8'),
+      body: envelope('1.1', search()),
+      outcome: answered('1.1'),
+    },
     {
       row: 'base type case-insensitive: Application/SOAP+XML',
       headers: soap12(`Application/SOAP+XML; Charset=UTF-8; Action="${ACTION}"`),
       body: envelope('1.2', search()),
       outcome: answered('1.2'),
     },
-    { row: 'non-SOAP type once routed → 415: text/plain', headers: soap11(`"${ACTION}"`, 'text/plain; charset=utf-8'), body: envelope('1.1', search()), outcome: empty(415, '1.1') },
-    { row: 'non-SOAP type once routed → 415: application/xml', headers: soap11(`"${ACTION}"`, 'application/xml'), body: envelope('1.1', search()), outcome: empty(415, '1.1') },
+    {
+      row: 'non-SOAP type once routed → 415: text/plain',
+      headers: soap11(`"${ACTION}"`, 'text/plain; charset=utf-8'),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
+    {
+      row: 'non-SOAP type once routed → 415: application/xml',
+      headers: soap11(`"${ACTION}"`, 'application/xml'),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
     {
       row: 'the base is the text before the first ";": "text/xml " is not text/xml',
       headers: soap11(`"${ACTION}"`, 'text/xml ; charset=utf-8'),
       body: envelope('1.1', search()),
       outcome: empty(415, '1.1'),
     },
-    { row: 'an unparseable type, once routed → 415', headers: soap11(`"${ACTION}"`, 'foo'), body: envelope('1.1', search()), outcome: empty(415, '1.1') },
-    { row: 'an empty Content-Type, once routed → 415', headers: soap11(`"${ACTION}"`, ''), body: envelope('1.1', search()), outcome: empty(415, '1.1') },
+    {
+      row: 'an unparseable type, once routed → 415',
+      headers: soap11(`"${ACTION}"`, 'foo'),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
+    {
+      row: 'an empty Content-Type, once routed → 415',
+      headers: soap11(`"${ACTION}"`, ''),
+      body: envelope('1.1', search()),
+      outcome: empty(415, '1.1'),
+    },
     // Decoding.
-    { row: 'text/xml without charset reads ASCII: UTF-8 é is two ?', headers: soap11(`"${ACTION}"`, 'text/xml'), body: envelope('1.1', search(CAFE)), outcome: answered('1.1', 'caf??') },
-    { row: 'text/xml; charset=utf-8 round-trips é', headers: soap11(), body: envelope('1.1', search(CAFE)), outcome: answered('1.1', CAFE) },
-    { row: 'a quoted charset', headers: soap11(`"${ACTION}"`, 'text/xml; charset="utf-8"'), body: envelope('1.1', search(CAFE)), outcome: answered('1.1', CAFE) },
-    { row: 'an unknown charset on text/xml reads ASCII', headers: soap11(`"${ACTION}"`, 'text/xml; charset=x-unknown'), body: envelope('1.1', search(CAFE)), outcome: answered('1.1', 'caf??') },
+    {
+      row: 'text/xml without charset reads ASCII: UTF-8 é is two ?',
+      headers: soap11(`"${ACTION}"`, 'text/xml'),
+      body: envelope('1.1', search(CAFE)),
+      outcome: answered('1.1', 'caf??'),
+    },
+    {
+      row: 'text/xml; charset=utf-8 round-trips é',
+      headers: soap11(),
+      body: envelope('1.1', search(CAFE)),
+      outcome: answered('1.1', CAFE),
+    },
+    {
+      row: 'a quoted charset',
+      headers: soap11(`"${ACTION}"`, 'text/xml; charset="utf-8"'),
+      body: envelope('1.1', search(CAFE)),
+      outcome: answered('1.1', CAFE),
+    },
+    {
+      row: 'an unknown charset on text/xml reads ASCII',
+      headers: soap11(`"${ACTION}"`, 'text/xml; charset=x-unknown'),
+      body: envelope('1.1', search(CAFE)),
+      outcome: answered('1.1', 'caf??'),
+    },
     {
       row: 'text/xml without charset ignores the XML declaration',
       headers: soap11(`"${ACTION}"`, 'text/xml'),
@@ -560,11 +791,36 @@ describe('§3 content types and charsets', () => {
       body: latin1(declaring('iso-8859-1', '1.1', search('a\u0080b'))),
       outcome: answered('1.1', 'a\u0080b'),
     },
-    { row: 'UTF-16 with BOM, charset=utf-16', headers: soap11(`"${ACTION}"`, 'text/xml; charset=utf-16'), body: utf16le(declaring('utf-16', '1.1', search(CAFE))), outcome: answered('1.1', CAFE) },
-    { row: 'UTF-16LE BOM wins over text/xml without charset', headers: soap11(`"${ACTION}"`, 'text/xml'), body: utf16le(declaring('utf-16', '1.1', search(CAFE))), outcome: answered('1.1', CAFE) },
-    { row: 'UTF-16BE BOM wins over text/xml without charset', headers: soap11(`"${ACTION}"`, 'text/xml'), body: utf16be(declaring('utf-16', '1.1', search(CAFE))), outcome: answered('1.1', CAFE) },
-    { row: 'UTF-8 BOM wins over text/xml without charset', headers: soap11(`"${ACTION}"`, 'text/xml'), body: utf8Bom(envelope('1.1', search(CAFE))), outcome: answered('1.1', CAFE) },
-    { row: 'application/soap+xml without charset: UTF-8', headers: soap12(`application/soap+xml; action="${ACTION}"`), body: envelope('1.2', search(CAFE)), outcome: answered('1.2', CAFE) },
+    {
+      row: 'UTF-16 with BOM, charset=utf-16',
+      headers: soap11(`"${ACTION}"`, 'text/xml; charset=utf-16'),
+      body: utf16le(declaring('utf-16', '1.1', search(CAFE))),
+      outcome: answered('1.1', CAFE),
+    },
+    {
+      row: 'UTF-16LE BOM wins over text/xml without charset',
+      headers: soap11(`"${ACTION}"`, 'text/xml'),
+      body: utf16le(declaring('utf-16', '1.1', search(CAFE))),
+      outcome: answered('1.1', CAFE),
+    },
+    {
+      row: 'UTF-16BE BOM wins over text/xml without charset',
+      headers: soap11(`"${ACTION}"`, 'text/xml'),
+      body: utf16be(declaring('utf-16', '1.1', search(CAFE))),
+      outcome: answered('1.1', CAFE),
+    },
+    {
+      row: 'UTF-8 BOM wins over text/xml without charset',
+      headers: soap11(`"${ACTION}"`, 'text/xml'),
+      body: utf8Bom(envelope('1.1', search(CAFE))),
+      outcome: answered('1.1', CAFE),
+    },
+    {
+      row: 'application/soap+xml without charset: UTF-8',
+      headers: soap12(`application/soap+xml; action="${ACTION}"`),
+      body: envelope('1.2', search(CAFE)),
+      outcome: answered('1.2', CAFE),
+    },
     {
       row: 'application/soap+xml without charset: the XML declaration',
       headers: soap12(`application/soap+xml; action="${ACTION}"`),
@@ -572,7 +828,12 @@ describe('§3 content types and charsets', () => {
       outcome: answered('1.2', CAFE),
     },
     // Reader: DTDs prohibited, character checking on → XML errors after routing are 400.
-    { row: 'a DTD is prohibited', headers: soap11(), body: `<!DOCTYPE soap:Envelope [<!ENTITY e "dog">]>${envelope('1.1', search('&e;')).replace(/^<\?xml[^>]*>/, '')}`, outcome: empty(400, '1.1') },
+    {
+      row: 'a DTD is prohibited',
+      headers: soap11(),
+      body: `<!DOCTYPE soap:Envelope [<!ENTITY e "dog">]>${envelope('1.1', search('&e;')).replace(/^<\?xml[^>]*>/, '')}`,
+      outcome: empty(400, '1.1'),
+    },
     { row: '&#x1D; is an XML error', headers: soap11(), body: envelope('1.1', search('a&#x1D;b')), outcome: empty(400, '1.1') },
     { row: 'a raw U+001D is an XML error', headers: soap11(), body: envelope('1.1', search('a\u001db')), outcome: empty(400, '1.1') },
     { row: 'an undeclared entity is an XML error', headers: soap11(), body: envelope('1.1', search('&nbsp;')), outcome: empty(400, '1.1') },
@@ -587,7 +848,12 @@ describe('§3 content types and charsets', () => {
   });
 
   it.each([
-    { row: 'external DTD, SOAP 1.1', headers: soap11(), doctype: (url: string) => `<!DOCTYPE soap:Envelope SYSTEM "${url}/dtd">`, outcome: empty(400, '1.1') },
+    {
+      row: 'external DTD, SOAP 1.1',
+      headers: soap11(),
+      doctype: (url: string) => `<!DOCTYPE soap:Envelope SYSTEM "${url}/dtd">`,
+      outcome: empty(400, '1.1'),
+    },
     {
       row: 'external entity, SOAP 1.1',
       headers: soap11(),
@@ -648,7 +914,9 @@ describe('§4 success envelopes', () => {
 describe('§5.4 exact fault strings, §5.2 statuses and headers', () => {
   const both = (make: (version: Version) => Row): Row[] => [make('1.1'), make('1.2')];
   const headersFor = (version: Version, op = 'Search'): RequestHeaders =>
-    version === '1.1' ? soap11(`"${SERVICE_NAMESPACE}${op}"`) : soap12(`application/soap+xml; charset=utf-8; action="${SERVICE_NAMESPACE}${op}"`);
+    version === '1.1'
+      ? soap11(`"${SERVICE_NAMESPACE}${op}"`)
+      : soap12(`application/soap+xml; charset=utf-8; action="${SERVICE_NAMESPACE}${op}"`);
   const client = (version: Version): FaultCode => (version === '1.1' ? 'soap:Client' : 'soap:Sender');
   const server = (version: Version): FaultCode => (version === '1.1' ? 'soap:Server' : 'soap:Receiver');
   const productLookup = (version: Version, value: string): string =>
@@ -659,7 +927,12 @@ describe('§5.4 exact fault strings, §5.2 statuses and headers', () => {
   };
 
   const ROWS: readonly Row[] = [
-    { row: 'Unknown or empty SOAPAction (1.1 only)', headers: soap11('"urn:x"'), body: envelope('1.1', search()), outcome: fault('1.1', 'soap:Client', unknownSoapAction('urn:x')) },
+    {
+      row: 'Unknown or empty SOAPAction (1.1 only)',
+      headers: soap11('"urn:x"'),
+      body: envelope('1.1', search()),
+      outcome: fault('1.1', 'soap:Client', unknownSoapAction('urn:x')),
+    },
     ...both((v) => ({
       row: `No action, body unroutable (${v})`,
       headers: soap12(v === '1.1' ? 'text/xml; charset=utf-8' : 'application/soap+xml; charset=utf-8'),
@@ -678,11 +951,36 @@ describe('§5.4 exact fault strings, §5.2 statuses and headers', () => {
       body: 'not xml',
       outcome: fault('1.2', 'soap:Receiver', `${UNABLE_TO_PROCESS}Data at the root level is invalid. Line 1, position 1.`),
     },
-    { row: 'Envelope namespace unknown (1.1 only)', headers: soap12('application/soap+xml'), body: '<x:Envelope xmlns:x="urn:v3"><x:Body /></x:Envelope>', outcome: fault('1.1', 'soap:VersionMismatch', versionMismatch('urn:v3')) },
-    ...both((v) => ({ row: `Missing Envelope (${v})`, headers: headersFor(v), body: `<soap:Body xmlns:soap="${ENV_NS[v]}" />`, outcome: fault(v, client(v), UNABLE_TO_READ + missing('Envelope')) })),
-    ...both((v) => ({ row: `Missing Body (${v})`, headers: headersFor(v), body: `<soap:Envelope xmlns:soap="${ENV_NS[v]}" />`, outcome: fault(v, client(v), UNABLE_TO_READ + missing('Body')) })),
-    ...both((v) => ({ row: `Malformed XML after routing (${v})`, headers: headersFor(v), body: `<soap:Envelope xmlns:soap="${ENV_NS[v]}">`, outcome: empty(400, v) })),
-    ...both((v) => ({ row: `Non-SOAP Content-Type, routed (${v})`, headers: { ...headersFor(v), 'Content-Type': `application/json; action="${ACTION}"` }, body: envelope(v, search()), outcome: empty(415, v) })),
+    {
+      row: 'Envelope namespace unknown (1.1 only)',
+      headers: soap12('application/soap+xml'),
+      body: '<x:Envelope xmlns:x="urn:v3"><x:Body /></x:Envelope>',
+      outcome: fault('1.1', 'soap:VersionMismatch', versionMismatch('urn:v3')),
+    },
+    ...both((v) => ({
+      row: `Missing Envelope (${v})`,
+      headers: headersFor(v),
+      body: `<soap:Body xmlns:soap="${ENV_NS[v]}" />`,
+      outcome: fault(v, client(v), UNABLE_TO_READ + missing('Envelope')),
+    })),
+    ...both((v) => ({
+      row: `Missing Body (${v})`,
+      headers: headersFor(v),
+      body: `<soap:Envelope xmlns:soap="${ENV_NS[v]}" />`,
+      outcome: fault(v, client(v), UNABLE_TO_READ + missing('Body')),
+    })),
+    ...both((v) => ({
+      row: `Malformed XML after routing (${v})`,
+      headers: headersFor(v),
+      body: `<soap:Envelope xmlns:soap="${ENV_NS[v]}">`,
+      outcome: empty(400, v),
+    })),
+    ...both((v) => ({
+      row: `Non-SOAP Content-Type, routed (${v})`,
+      headers: { ...headersFor(v), 'Content-Type': `application/json; action="${ACTION}"` },
+      body: envelope(v, search()),
+      outcome: empty(415, v),
+    })),
     ...both((v) => ({
       row: `int element not a number (${v})`,
       headers: headersFor(v, 'ProductLookup'),
@@ -713,8 +1011,10 @@ describe('§5.4 exact fault strings, §5.2 statuses and headers', () => {
 });
 
 describe('§5.5 SOAP parameter binding', () => {
-  const searchWith = (inner: string, wrapper = 'Search', ns = SERVICE_NAMESPACE): string => envelope('1.1', `<${wrapper} xmlns="${ns}">${inner}</${wrapper}>`);
-  const paged = (inner: string, wrapper = 'StoreLookupPaged'): string => envelope('1.1', `<${wrapper} xmlns="${SERVICE_NAMESPACE}"><storeId>s</storeId>${inner}</${wrapper}>`);
+  const searchWith = (inner: string, wrapper = 'Search', ns = SERVICE_NAMESPACE): string =>
+    envelope('1.1', `<${wrapper} xmlns="${ns}">${inner}</${wrapper}>`);
+  const paged = (inner: string, wrapper = 'StoreLookupPaged'): string =>
+    envelope('1.1', `<${wrapper} xmlns="${SERVICE_NAMESPACE}"><storeId>s</storeId>${inner}</${wrapper}>`);
 
   it.each([
     { row: 'a string element binds', body: searchWith('<query>dog</query>'), echo: 'dog' },
@@ -734,9 +1034,17 @@ describe('§5.5 SOAP parameter binding', () => {
 
   // The ints reach StoreLookupPaged, whose own client error shows the values it got.
   it.each([
-    { row: 'another wrapper: ints are 0 and the operation still runs', body: paged('<pageIndex>2</pageIndex><pageSize>5</pageSize>', 'StoreLookup'), text: 'pageSize must be 1 or greater; got 0.' },
+    {
+      row: 'another wrapper: ints are 0 and the operation still runs',
+      body: paged('<pageIndex>2</pageIndex><pageSize>5</pageSize>', 'StoreLookup'),
+      text: 'pageSize must be 1 or greater; got 0.',
+    },
     { row: 'a missing int is 0', body: paged('<pageIndex>1</pageIndex>'), text: 'pageSize must be 1 or greater; got 0.' },
-    { row: 'int: surrounding XML whitespace and a sign', body: paged('<pageIndex>\n\t-3 </pageIndex><pageSize> +7\r\n</pageSize>'), text: 'pageIndex must be 0 or greater; got -3.' },
+    {
+      row: 'int: surrounding XML whitespace and a sign',
+      body: paged('<pageIndex>\n\t-3 </pageIndex><pageSize> +7\r\n</pageSize>'),
+      text: 'pageIndex must be 0 or greater; got -3.',
+    },
   ])('$row', async ({ body, text }) => {
     expectOutcome(await raw(soap11(`"${SERVICE_NAMESPACE}StoreLookupPaged"`), body), fault('1.1', 'soap:Client', text));
   });
@@ -758,7 +1066,10 @@ describe('§8 what real clients send', () => {
 
   it('.NET SOAP 1.2: action in the Content-Type, soap12 prefix, Expect: 100-continue', async () => {
     const body = `${XML_DECLARATION}<soap12:Envelope xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}" xmlns:soap12="${ENV_NS['1.2']}"><soap12:Body>${search()}</soap12:Body></soap12:Envelope>`;
-    const response = await raw({ 'User-Agent': dotnetAgent, 'Content-Type': `application/soap+xml; charset=utf-8; action="${ACTION}"`, Expect: '100-continue' }, body);
+    const response = await raw(
+      { 'User-Agent': dotnetAgent, 'Content-Type': `application/soap+xml; charset=utf-8; action="${ACTION}"`, Expect: '100-continue' },
+      body,
+    );
     expect(response.continued).toBe(true);
     expectOutcome(response, answered('1.2'));
   });
@@ -767,11 +1078,20 @@ describe('§8 what real clients send', () => {
     `<?xml version="1.0" encoding="UTF-8"?>\n<SOAP-ENV:Envelope xmlns:SOAP-ENV="${ENV_NS[version]}" xmlns:ns1="${SERVICE_NAMESPACE}"><SOAP-ENV:Body><ns1:Search><ns1:query>${QUERY}</ns1:query></ns1:Search></SOAP-ENV:Body></SOAP-ENV:Envelope>\n`;
 
   it('PHP-style SOAP 1.1: unquoted SOAPAction, SOAP-ENV and ns1 prefixes', async () => {
-    expectOutcome(await raw({ 'User-Agent': 'PHP-SOAP/8.2.0', 'Content-Type': 'text/xml; charset=utf-8', SOAPAction: ACTION }, phpEnvelope('1.1')), answered('1.1'));
+    expectOutcome(
+      await raw({ 'User-Agent': 'PHP-SOAP/8.2.0', 'Content-Type': 'text/xml; charset=utf-8', SOAPAction: ACTION }, phpEnvelope('1.1')),
+      answered('1.1'),
+    );
   });
 
   it('PHP-style SOAP 1.2: action parameter', async () => {
-    expectOutcome(await raw({ 'User-Agent': 'PHP-SOAP/8.2.0', 'Content-Type': `application/soap+xml; charset=utf-8; action="${ACTION}"` }, phpEnvelope('1.2')), answered('1.2'));
+    expectOutcome(
+      await raw(
+        { 'User-Agent': 'PHP-SOAP/8.2.0', 'Content-Type': `application/soap+xml; charset=utf-8; action="${ACTION}"` },
+        phpEnvelope('1.2'),
+      ),
+      answered('1.2'),
+    );
   });
 });
 

@@ -28,7 +28,12 @@ const MIME = 'http://schemas.xmlsoap.org/wsdl/mime/';
 const SPEC_OPERATIONS: readonly { name: string; params: readonly [string, 'string' | 'int'][]; replacement: string }[] = [
   {
     name: 'StoreLookup',
-    params: [['storeId', 'string'], ['apiKey', 'string'], ['version', 'string'], ['productTypes', 'string']],
+    params: [
+      ['storeId', 'string'],
+      ['apiKey', 'string'],
+      ['version', 'string'],
+      ['productTypes', 'string'],
+    ],
     replacement: '/product.searchForProductsOfStore.cp',
   },
   {
@@ -45,12 +50,20 @@ const SPEC_OPERATIONS: readonly { name: string; params: readonly [string, 'strin
   },
   {
     name: 'ProductLookup',
-    params: [['productNumber', 'int'], ['apiKey', 'string'], ['version', 'string']],
+    params: [
+      ['productNumber', 'int'],
+      ['apiKey', 'string'],
+      ['version', 'string'],
+    ],
     replacement: '/product.searchForProduct.cp',
   },
   {
     name: 'Search',
-    params: [['query', 'string'], ['apiKey', 'string'], ['version', 'string']],
+    params: [
+      ['query', 'string'],
+      ['apiKey', 'string'],
+      ['version', 'string'],
+    ],
     replacement: '/product.search.cp',
   },
   {
@@ -158,9 +171,7 @@ describe('renderWsdl', () => {
       expect(attributesOf(result)).toEqual({ minOccurs: '0', maxOccurs: '1', name: `${op.name}Result` });
       const mixed = only(result, 'complexType');
       expect(attributesOf(mixed)).toEqual({ mixed: 'true' });
-      expect(children(only(mixed, 'sequence')).map((node) => [node.uri, node.local, node.attributes.length])).toEqual([
-        [XSD_NS, 'any', 0],
-      ]);
+      expect(children(only(mixed, 'sequence')).map((node) => [node.uri, node.local, node.attributes.length])).toEqual([[XSD_NS, 'any', 0]]);
     }
     expect(text).toContain(
       '<s:element minOccurs="0" maxOccurs="1" name="StoreLookupResult">\r\n' +
@@ -173,15 +184,11 @@ describe('renderWsdl', () => {
   it('lists all SOAP messages, then all HTTP GET, then all HTTP POST messages', () => {
     const messages = children(root, 'message');
     expect(names(messages)).toEqual(
-      ['Soap', 'HttpGet', 'HttpPost'].flatMap((protocol) =>
-        OP_NAMES.flatMap((name) => [`${name}${protocol}In`, `${name}${protocol}Out`]),
-      ),
+      ['Soap', 'HttpGet', 'HttpPost'].flatMap((protocol) => OP_NAMES.flatMap((name) => [`${name}${protocol}In`, `${name}${protocol}Out`])),
     );
     const byName = new Map(messages.map((message) => [attribute(message, 'name'), message]));
     for (const op of SPEC_OPERATIONS) {
-      expect(children(byName.get(`${op.name}SoapIn`)!).map(attributesOf)).toEqual([
-        { name: 'parameters', element: `tns:${op.name}` },
-      ]);
+      expect(children(byName.get(`${op.name}SoapIn`)!).map(attributesOf)).toEqual([{ name: 'parameters', element: `tns:${op.name}` }]);
       expect(children(byName.get(`${op.name}SoapOut`)!).map(attributesOf)).toEqual([
         { name: 'parameters', element: `tns:${op.name}Response` },
       ]);

@@ -81,7 +81,12 @@ interface Annotated {
  * and its schema). `origins` maps a dotted key to the environment variable its value came from.
  */
 export function refusal(error: ErrorObject, origins: Readonly<Record<string, string>>): ConfigError {
-  const path = shownPath(error.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~')));
+  const path = shownPath(
+    error.instancePath
+      .split('/')
+      .slice(1)
+      .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~')),
+  );
   const key = path.join('.');
   const name = origins[key] === undefined ? key : `${origins[key]} (${key})`;
   const schema = (error.parentSchema ?? {}) as Annotated;

@@ -63,7 +63,10 @@ const client = Type.Object(
     contact: nullable(Type.String({ minLength: 1 })),
     apiKeys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
     fingerprints: Type.Array(
-      Type.String({ pattern: '^hmac:[0-9a-f]{12}$', patternProblem: 'must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab"' }),
+      Type.String({
+        pattern: '^hmac:[0-9a-f]{12}$',
+        patternProblem: 'must be a fingerprint as the hits show it, e.g. "hmac:0123456789ab"',
+      }),
       { default: [] },
     ),
     addresses: Type.Array(Type.String({ format: 'ip-range' }), { default: [] }),
@@ -117,7 +120,10 @@ const legacyRoute = Type.Object(
 
 /** One profile per paged endpoint of the operations table, its defaults from there. */
 const profiles = section(
-  Object.fromEntries(PAGED_PATHS.map((path) => [path, profile(UPSTREAM_ENDPOINTS[path].paging)])) as Record<PagedPath, ReturnType<typeof profile>>,
+  Object.fromEntries(PAGED_PATHS.map((path) => [path, profile(UPSTREAM_ENDPOINTS[path].paging)])) as Record<
+    PagedPath,
+    ReturnType<typeof profile>
+  >,
 );
 
 export const ConfigSchema = Type.Object(
@@ -125,7 +131,12 @@ export const ConfigSchema = Type.Object(
     server: section({
       host: text('0.0.0.0'),
       port: integer(0, 65535, 8080),
-      servicePath: Type.String({ minLength: 1, pattern: '^/[^/?#]+$', patternProblem: 'must be one path segment such as "/index.asmx"', default: '/index.asmx' }),
+      servicePath: Type.String({
+        minLength: 1,
+        pattern: '^/[^/?#]+$',
+        patternProblem: 'must be one path segment such as "/index.asmx"',
+        default: '/index.asmx',
+      }),
       publicBaseUrl: url(),
       /**
        * Whether to believe X-Forwarded-*: the number of proxies in front (the address is the one the

@@ -8,7 +8,8 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 // `verbose`: errors carry the value and the schema they failed, which the messages quote.
 const ajv = new Ajv({ useDefaults: true, verbose: true });
 ajv.addKeyword({ keyword: 'patternProblem', schemaType: 'string' });
-for (const [format, problem] of Object.entries(FORMATS)) ajv.addFormat(format, { type: 'string', validate: (value: string) => problem(value) === undefined });
+for (const [format, problem] of Object.entries(FORMATS))
+  ajv.addFormat(format, { type: 'string', validate: (value: string) => problem(value) === undefined });
 const check = ajv.compile<Settings>(ConfigSchema);
 
 /** A random key of 32 characters or more has more: `openssl rand -hex 32` gives 16 of 16 hex digits. */
@@ -16,16 +17,23 @@ const MIN_DISTINCT_KEY_CHARACTERS = 8;
 
 /** Rules across keys, checked in order once every key is valid on its own: the key refused, and its problem if any. */
 const RULES: readonly (readonly [key: string, problem: (settings: Settings) => string | false])[] = [
-  ['upstream.appKey', ({ upstream }) => upstream.apiKeyMode === 'fixed' && upstream.appKey === null && 'must be set when upstream.apiKeyMode is "fixed".'],
+  [
+    'upstream.appKey',
+    ({ upstream }) => upstream.apiKeyMode === 'fixed' && upstream.appKey === null && 'must be set when upstream.apiKeyMode is "fixed".',
+  ],
   [
     'upstream.apiKeyMap',
     ({ upstream }) =>
-      upstream.apiKeyMode === 'map' && Object.keys(upstream.apiKeyMap).length === 0 && 'must map at least one apiKey when upstream.apiKeyMode is "map".',
+      upstream.apiKeyMode === 'map' &&
+      Object.keys(upstream.apiKeyMap).length === 0 &&
+      'must map at least one apiKey when upstream.apiKeyMode is "map".',
   ],
   [
     'deprecation.sunsetAt',
     ({ deprecation: { deprecatedAt, sunsetAt } }) =>
-      sunsetAt !== null && Date.parse(sunsetAt) < Date.parse(deprecatedAt) && `must not be earlier than deprecation.deprecatedAt (${deprecatedAt}).`,
+      sunsetAt !== null &&
+      Date.parse(sunsetAt) < Date.parse(deprecatedAt) &&
+      `must not be earlier than deprecation.deprecatedAt (${deprecatedAt}).`,
   ],
   [
     'server.shutdownGraceMs',
@@ -66,7 +74,8 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
   ['brownouts', ({ brownouts, clients }) => brownoutsProblem(brownouts, clients)],
   [
     'deprecation.refuseAfterSunset',
-    ({ deprecation }) => deprecation.refuseAfterSunset && deprecation.sunsetAt === null && 'must be false unless deprecation.sunsetAt is set.',
+    ({ deprecation }) =>
+      deprecation.refuseAfterSunset && deprecation.sunsetAt === null && 'must be false unless deprecation.sunsetAt is set.',
   ],
   [
     'paging.storeLookupPageSize',
@@ -84,7 +93,10 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
 function firstError(errors: readonly ErrorObject[]): ErrorObject {
   const first = errors[0]!;
   const union = errors.find(
-    (error) => error.keyword === 'anyOf' && error.instancePath === first.instancePath && (error.parentSchema as { patternProblem?: string } | undefined)?.patternProblem !== undefined,
+    (error) =>
+      error.keyword === 'anyOf' &&
+      error.instancePath === first.instancePath &&
+      (error.parentSchema as { patternProblem?: string } | undefined)?.patternProblem !== undefined,
   );
   return union ?? first;
 }
@@ -95,7 +107,8 @@ function clientsProblem(clients: Settings['clients']): string | false {
   const owners = new Map<string, string>();
   for (const [index, { name, apiKeys, fingerprints, addresses }] of clients.entries()) {
     const entry = `entry ${index + 1} (${name})`;
-    if (apiKeys.length + fingerprints.length + addresses.length === 0) return `${entry} must list at least one of apiKeys, fingerprints, addresses.`;
+    if (apiKeys.length + fingerprints.length + addresses.length === 0)
+      return `${entry} must list at least one of apiKeys, fingerprints, addresses.`;
     // An apiKey is never quoted back: the message goes to the operator's log.
     const claims: [identity: string, shown: string][] = [
       [`name ${name}`, `the name ${name}`],
@@ -105,7 +118,8 @@ function clientsProblem(clients: Settings['clients']): string | false {
     ];
     for (const [identity, shown] of claims) {
       const owner = owners.get(identity);
-      if (owner !== undefined) return `${entry} names ${shown} that ${owner === entry ? 'it names already' : `${owner} names`}; each belongs to one client.`;
+      if (owner !== undefined)
+        return `${entry} names ${shown} that ${owner === entry ? 'it names already' : `${owner} names`}; each belongs to one client.`;
       owners.set(identity, entry);
     }
   }
@@ -127,7 +141,8 @@ function brownoutsProblem(brownouts: Settings['brownouts'], clients: Settings['c
       if (until !== null) return `${entry} sets until without repeat; until ends a repeated brownout.`;
       continue;
     }
-    if (durationMinutes * 60_000 >= REPEAT_PERIOD_MS[repeat]) return `${entry} must last less than the ${repeat === 'daily' ? 'day' : 'week'} it repeats in (${REPEAT_PERIOD_MS[repeat] / 60_000} minutes).`;
+    if (durationMinutes * 60_000 >= REPEAT_PERIOD_MS[repeat])
+      return `${entry} must last less than the ${repeat === 'daily' ? 'day' : 'week'} it repeats in (${REPEAT_PERIOD_MS[repeat] / 60_000} minutes).`;
     if (until !== null && Date.parse(until) < Date.parse(start)) return `${entry} has until earlier than its start.`;
   }
   return false;
@@ -141,7 +156,8 @@ function legacyRoutesProblem({ origin, routes }: Settings['legacy'], clients: Se
     const entry = `entry ${index + 1}`;
     const unknown = named.find((client) => !clientNames.has(client));
     if (unknown !== undefined) return `${entry} names the client ${JSON.stringify(unknown)}, which the clients table does not list.`;
-    if (mode === 'passthrough' && answerFrom !== null) return `${entry} sets answerFrom, which only a shadow route has: a passthrough is answered by the legacy origin.`;
+    if (mode === 'passthrough' && answerFrom !== null)
+      return `${entry} sets answerFrom, which only a shadow route has: a passthrough is answered by the legacy origin.`;
   }
   return false;
 }

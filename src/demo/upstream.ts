@@ -83,12 +83,7 @@ const DEVELOPER_INACTIVE: Reply = {
   body: '<h1>Developer Inactive</h1>',
 };
 
-async function serve(
-  req: IncomingMessage,
-  res: ServerResponse,
-  endpoints: ReadonlyMap<string, Endpoint>,
-  version: string,
-): Promise<void> {
+async function serve(req: IncomingMessage, res: ServerResponse, endpoints: ReadonlyMap<string, Endpoint>, version: string): Promise<void> {
   let reply: Reply;
   try {
     reply = await answer(req, endpoints, version);
@@ -318,15 +313,11 @@ function indexCatalog(catalog: Catalog): CatalogIndex {
   }));
   // Ties fall back on mediaId so that every order is total and pages never overlap.
   const byScore = [...indexed].sort((a, b) => b.design.score - a.design.score || a.design.mediaId - b.design.mediaId);
-  const byDate = [...indexed].sort(
-    (a, b) => b.design.createdAt.localeCompare(a.design.createdAt) || b.design.mediaId - a.design.mediaId,
-  );
+  const byDate = [...indexed].sort((a, b) => b.design.createdAt.localeCompare(a.design.createdAt) || b.design.mediaId - a.design.mediaId);
   return {
     byScore,
     byDate,
-    storeDesigns: new Map(
-      catalog.stores.map((store) => [store.id.toLowerCase(), byDate.filter((entry) => entry.design.store === store)]),
-    ),
+    storeDesigns: new Map(catalog.stores.map((store) => [store.id.toLowerCase(), byDate.filter((entry) => entry.design.store === store)])),
     products: new Map(
       catalog.designs.flatMap((design) => design.products.map((product) => [product.productNumber, { design, product }] as const)),
     ),
@@ -525,7 +516,12 @@ function renderResultSet(result: ResultSet): string {
   return block(0, 'searchResultSet', root, [
     ...block(1, 'mainResults', [], page.flatMap(itemBlock)),
     ...block(1, 'searchQuery', [], [textLine(2, 'searchString', result.searchString)]),
-    ...block(1, 'subtopics', [], result.subtopics.map((topic) => textLine(2, 'subtopic', topic))),
+    ...block(
+      1,
+      'subtopics',
+      [],
+      result.subtopics.map((topic) => textLine(2, 'subtopic', topic)),
+    ),
   ]).join('\n');
 }
 
@@ -560,8 +556,18 @@ function productBlock(design: Design, product: Product): string[] {
     ['parentSectionUrl', design.section ? `${storeUrl}/${design.section.id}` : storeUrl],
   ];
   return block(4, 'product', attributes, [
-    ...block(5, 'colors', [], product.colors.map((color) => textLine(6, 'color', color))),
-    ...block(5, 'sizes', [], product.sizes.map((size) => textLine(6, 'size', size))),
+    ...block(
+      5,
+      'colors',
+      [],
+      product.colors.map((color) => textLine(6, 'color', color)),
+    ),
+    ...block(
+      5,
+      'sizes',
+      [],
+      product.sizes.map((size) => textLine(6, 'size', size)),
+    ),
   ]);
 }
 

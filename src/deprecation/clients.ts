@@ -54,7 +54,10 @@ function blockListOf(ranges: readonly string[]): BlockList {
   return list;
 }
 
-function addressOwner(byAddress: readonly { client: ClientSettings; ranges: BlockList }[], remoteAddress: string | null): ClientSettings | undefined {
+function addressOwner(
+  byAddress: readonly { client: ClientSettings; ranges: BlockList }[],
+  remoteAddress: string | null,
+): ClientSettings | undefined {
   if (remoteAddress === null || byAddress.length === 0) return undefined;
   // A dual-stack socket reports IPv4 callers as `::ffff:a.b.c.d`; the table writes them as IPv4.
   const address = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(remoteAddress)?.[1] ?? remoteAddress;

@@ -23,14 +23,19 @@ export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstrea
     links.push(`<${deprecation.policyUrl}>; rel="deprecation"; type="text/html"`);
     if (deprecation.sunsetAt !== null) links.push(`<${deprecation.policyUrl}>; rel="sunset"; type="text/html"`);
   }
-  const successorUrlAs = (relation: string): string[] => (deprecation.successorUrl === null ? [] : [`<${deprecation.successorUrl}>; rel="${relation}"`]);
+  const successorUrlAs = (relation: string): string[] =>
+    deprecation.successorUrl === null ? [] : [`<${deprecation.successorUrl}>; rel="${relation}"`];
   const general = [...links, ...successorUrlAs('successor-version')];
   if (general.length > 0) headers.link = general.join(', ');
   // The call's own replacement first, and the only successor-version: a client that follows one
   // follows the exact one. The configured URL then goes under the relation that says what it is to
   // that client, the replacement's documentation for people (RFC 8631 service-doc; docs/wire.md §9).
   const successorBase = successorBaseOf(config);
-  return { headers, linkFor: (successor) => [`<${successorBase}${successor}>; rel="successor-version"`, ...links, ...successorUrlAs('service-doc')].join(', ') };
+  return {
+    headers,
+    linkFor: (successor) =>
+      [`<${successorBase}${successor}>; rel="successor-version"`, ...links, ...successorUrlAs('service-doc')].join(', '),
+  };
 }
 
 /**

@@ -61,7 +61,10 @@ const PROCESS_KEY = randomBytes(32).toString('hex');
 /** Names a caller without its key: an HMAC with `key` (deprecation.clientIdKey), else the process's own. */
 export function clientFingerprint(apiKey: string | null, key: string | null = null): string {
   if (apiKey === null || apiKey === '') return ANONYMOUS;
-  return `hmac:${createHmac('sha256', key ?? PROCESS_KEY).update(apiKey).digest('hex').slice(0, 12)}`;
+  return `hmac:${createHmac('sha256', key ?? PROCESS_KEY)
+    .update(apiKey)
+    .digest('hex')
+    .slice(0, 12)}`;
 }
 
 /**
@@ -151,14 +154,20 @@ export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLog
       } else {
         duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
       }
-      const logged = { ...hit, legacyVersion: bounded(hit.legacyVersion), userAgent: bounded(hit.userAgent), remoteAddress: bounded(hit.remoteAddress) };
+      const logged = {
+        ...hit,
+        legacyVersion: bounded(hit.legacyVersion),
+        userAgent: bounded(hit.userAgent),
+        remoteAddress: bounded(hit.remoteAddress),
+      };
       hitLog.info({ event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...logged }, `deprecated call ${hit.operation} (${hit.binding})`);
     },
     close: warnShed,
     observeUpstream(outcome) {
       upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.durationMs / 1000);
       // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.
-      if (outcome.outcome !== 'ok' && outcome.outcome !== 'cancelled') log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
+      if (outcome.outcome !== 'ok' && outcome.outcome !== 'cancelled')
+        log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
     },
   };
 }

@@ -37,7 +37,13 @@ export interface ServiceRequest {
 export type Read<W> =
   | { readonly ok: true; readonly binding: BindingName; readonly call: LegacyCall; readonly wire: W }
   /** As far as reading got: the operation, once routed, so that the hit names it. */
-  | { readonly ok: false; readonly binding: BindingName; readonly operation: OperationSpec | null; readonly error: Error; readonly wire: W };
+  | {
+      readonly ok: false;
+      readonly binding: BindingName;
+      readonly operation: OperationSpec | null;
+      readonly error: Error;
+      readonly wire: W;
+    };
 
 export interface Binding<W = unknown> {
   accepts(method: string, pathInfo: string): boolean;

@@ -94,6 +94,9 @@ export class HitCollector {
 
 function countDay(counts: DayCounts, key: string, day: number, calls: number): void {
   let days = counts.get(key);
-  if (days === undefined) counts.set(key, (days = new Map()));
+  if (days === undefined) {
+    days = new Map();
+    counts.set(key, days);
+  }
   days.set(day, (days.get(day) ?? 0) + calls);
 }

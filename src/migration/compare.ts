@@ -51,7 +51,9 @@ interface NormalElement {
 type NormalNode = NormalElement | string;
 
 /** What an answer holds: a result (the Result element, or the document) or a fault. */
-type Normalised = { readonly kind: 'result'; readonly result: NormalElement } | { readonly kind: 'fault'; readonly code: string; readonly text: string };
+type Normalised =
+  | { readonly kind: 'result'; readonly result: NormalElement }
+  | { readonly kind: 'fault'; readonly code: string; readonly text: string };
 
 const SOAP_FAULT = 'Fault';
 
@@ -63,7 +65,12 @@ type Show = (text: string) => string;
  * never appear in the diff, in any spelling, even where an answer echoes them; nor does any value of a
  * key parameter or element an answer quotes.
  */
-export function compareAnswers(binding: BindingName, translated: AnsweredCall, legacy: AnsweredCall, secrets: readonly string[] = []): Diff | null {
+export function compareAnswers(
+  binding: BindingName,
+  translated: AnsweredCall,
+  legacy: AnsweredCall,
+  secrets: readonly string[] = [],
+): Diff | null {
   // Every occurrence, even inside a word: unlike a fault's text (upstream.ts redacts whole tokens
   // there, for the client's sake), a diff is read by operators only, and a short key that mangles a
   // word costs nothing there. A longer text says that it goes on, however short its redacted start.
@@ -151,7 +158,13 @@ function normalChildren(nodes: readonly XmlNode[]): NormalNode[] {
 const NONE = '(none)';
 
 /** `parentPath` is the path of the element holding both (`''` for the roots). */
-function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath: string, show: Show, step = stepOf(translated)): Diff | null {
+function firstDifference(
+  translated: NormalNode,
+  legacy: NormalNode,
+  parentPath: string,
+  show: Show,
+  step = stepOf(translated),
+): Diff | null {
   const path = `${parentPath}/${step}`;
   if (typeof translated === 'string' || typeof legacy === 'string') {
     return translated === legacy ? null : { path, translated: render(translated, show), legacy: render(legacy, show) };
@@ -159,8 +172,8 @@ function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath:
   if (translated.name !== legacy.name) return { path, translated: render(translated, show), legacy: render(legacy, show) };
   const names = [...new Set([...translated.attributes, ...legacy.attributes].map(([name]) => name))].sort();
   for (const name of names) {
-    const ours = valueOf(translated, name);
-    const theirs = valueOf(legacy, name);
+    const ours = attributeValue(translated, name);
+    const theirs = attributeValue(legacy, name);
     const shown = (value: string | undefined): string => (value === undefined ? NONE : show(value));
     if (ours !== theirs) return { path: `${path}/@${name}`, translated: shown(ours), legacy: shown(theirs) };
   }
@@ -169,7 +182,11 @@ function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath:
     const ours = translated.children[index];
     const theirs = legacy.children[index];
     if (ours === undefined || theirs === undefined) {
-      return { path: `${path}/${childStep}`, translated: ours === undefined ? NONE : render(ours, show), legacy: theirs === undefined ? NONE : render(theirs, show) };
+      return {
+        path: `${path}/${childStep}`,
+        translated: ours === undefined ? NONE : render(ours, show),
+        legacy: theirs === undefined ? NONE : render(theirs, show),
+      };
     }
     const found = firstDifference(ours, theirs, path, show, childStep);
     if (found !== null) return found;
@@ -177,7 +194,7 @@ function firstDifference(translated: NormalNode, legacy: NormalNode, parentPath:
   return null;
 }
 
-function valueOf(element: NormalElement, name: string): string | undefined {
+function attributeValue(element: NormalElement, name: string): string | undefined {
   return element.attributes.find(([attribute]) => attribute === name)?.[1];
 }
 

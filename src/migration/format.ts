@@ -32,14 +32,19 @@ export function clientTitle(client: ClientReport): string {
 
 export function exampleText(operation: OperationReport): string {
   if (operation.replacement === null) return 'no replacement: the calls named no operation of the service';
-  return operation.example ?? `no example: no ok call of theirs recorded its ${operation.replacement} request (a refused or failed call has none, nor has a hit of schema 1)`;
+  return (
+    operation.example ??
+    `no example: no ok call of theirs recorded its ${operation.replacement} request (a refused or failed call has none, nor has a hit of schema 1)`
+  );
 }
 
 export function inputText(input: InputSummary): string[] {
   const read = input.sources.map((source) => {
     const name = source.name === '-' ? 'stdin' : source.name;
     if (source.error === null) return `${name} (${countOf(source.lines, 'line')})`;
-    return source.lines === 0 ? `${name} (not read: ${source.error})` : `${name} (${formatCount(source.lines)} lines, then: ${source.error})`;
+    return source.lines === 0
+      ? `${name} (not read: ${source.error})`
+      : `${name} (${formatCount(source.lines)} lines, then: ${source.error})`;
   });
   const skipped = input.skipped.map((line) => `${line.source === '-' ? 'stdin' : line.source}:${line.line} ${line.reason}`);
   return [

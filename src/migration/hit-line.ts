@@ -49,13 +49,16 @@ export function readHitLine(line: string): ReadLine {
   // thousand lines hold gigabytes. Names are at most 64 characters (a client's, a fingerprint).
   for (const name of ['client', 'clientLabel', 'clientFingerprint'] as const) {
     const value = fields[name];
-    if (typeof value === 'string' && value.length > MAX_NAME_LENGTH) return malformed(`a hit whose ${name} is longer than ${MAX_NAME_LENGTH} characters`);
+    if (typeof value === 'string' && value.length > MAX_NAME_LENGTH)
+      return malformed(`a hit whose ${name} is longer than ${MAX_NAME_LENGTH} characters`);
   }
   // Operations and bindings are the service's, few and fixed: the ledger, the charts and the memory of
   // the report grow with them, so a line naming another (a forged or corrupt line) is not counted.
   const { operation, binding } = fields as Record<'operation' | 'binding', string>;
-  if (operation !== 'unknown' && findOperation(operation) === undefined) return malformed(`a hit with operation ${JSON.stringify(operation)}`);
-  if (binding !== 'unknown' && !(BINDING_NAMES as readonly string[]).includes(binding)) return malformed(`a hit with binding ${JSON.stringify(binding)}`);
+  if (operation !== 'unknown' && findOperation(operation) === undefined)
+    return malformed(`a hit with operation ${JSON.stringify(operation)}`);
+  if (binding !== 'unknown' && !(BINDING_NAMES as readonly string[]).includes(binding))
+    return malformed(`a hit with binding ${JSON.stringify(binding)}`);
   const successor = textOrNull(fields.successor);
   return {
     kind: 'hit',
@@ -85,7 +88,8 @@ const MAX_CARD_LENGTH = 256;
 
 const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
-const cut = (text: string | null, maxLength: number): string | null => (text === null || text.length <= maxLength ? text : `${text.slice(0, maxLength)}…`);
+const cut = (text: string | null, maxLength: number): string | null =>
+  text === null || text.length <= maxLength ? text : `${text.slice(0, maxLength)}…`;
 
 /**
  * The times a hit of this service can carry: no ASMX service ran before 2000, and this one is not

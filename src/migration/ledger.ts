@@ -159,7 +159,10 @@ export class Ledger {
  */
 export function mergeLedgers(ledgers: readonly Ledger[], configuredName: (client: string) => string | undefined = () => undefined): Ledger {
   const sum = (count: (ledger: Ledger) => number): number => ledgers.reduce((total, ledger) => total + count(ledger), 0);
-  const merged = new Ledger(sum((ledger) => ledger.maxEntries), sum((ledger) => ledger.folded));
+  const merged = new Ledger(
+    sum((ledger) => ledger.maxEntries),
+    sum((ledger) => ledger.folded),
+  );
   for (const ledger of ledgers) {
     for (const entry of ledger.entries()) {
       const name = configuredName(entry.client);
@@ -294,7 +297,10 @@ function wholeNumber(text: string, min: number, max: number): number | null {
 
 /** Most calls first; ties by client, operation and binding, so that equal ledgers print alike. */
 export function sortEntries(entries: LedgerEntry[]): LedgerEntry[] {
-  return entries.sort((a, b) => b.calls - a.calls || compareText(a.client, b.client) || compareText(a.operation, b.operation) || compareText(a.binding, b.binding));
+  return entries.sort(
+    (a, b) =>
+      b.calls - a.calls || compareText(a.client, b.client) || compareText(a.operation, b.operation) || compareText(a.binding, b.binding),
+  );
 }
 
 /** By code unit, not locale: the same order on every machine. */

@@ -21,7 +21,10 @@ export function progressBar(write: (text: string) => void, total: number | null,
   let drawn = -Infinity;
   const mib = (n: number): string => (n / MIB).toFixed(1);
   const draw = (): void => {
-    if (total === null || total === 0) return write(`\rreading: ${mib(bytes)} MiB`);
+    if (total === null || total === 0) {
+      write(`\rreading: ${mib(bytes)} MiB`);
+      return;
+    }
     const share = Math.min(1, bytes / total);
     const filled = Math.round(share * WIDTH);
     write(`\r[${'#'.repeat(filled)}${'-'.repeat(WIDTH - filled)}] ${Math.floor(share * 100)}% ${mib(bytes)} / ${mib(total)} MiB`);

@@ -1,6 +1,18 @@
 import { htmlEncode } from '../inbound/aspnet/error-page.js';
 import { OUTCOMES } from './ledger.js';
-import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, periodText, printableReport, sparkline, trendText, unchartedText } from './format.js';
+import {
+  clientTitle,
+  countOf,
+  exampleText,
+  formatCount,
+  formatTime,
+  inputText,
+  periodText,
+  printableReport,
+  sparkline,
+  trendText,
+  unchartedText,
+} from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 import { barChart } from './svg-chart.js';
 
@@ -32,7 +44,9 @@ export function renderHtml(logged: MigrationReport): string {
     '<h1>Migration report: who still calls the deprecated service</h1>',
     `<p>${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${periodText(report)}.</p>`,
     ...inputText(report.input).map((line) => `<p class="muted">${htmlEncode(line)}</p>`),
-    ...(report.folded === 0 ? [] : [`<p>${formatCount(report.folded)} calls of callers past the ledger's size are counted under <q>other</q>.</p>`]),
+    ...(report.folded === 0
+      ? []
+      : [`<p>${formatCount(report.folded)} calls of callers past the ledger's size are counted under <q>other</q>.</p>`]),
     '<h2>Clients</h2>',
     clientsTable(report.clients),
     ...unchartedText(report).map((line) => `<p>${htmlEncode(line)}</p>`),
@@ -81,7 +95,8 @@ function clientSection(client: ClientReport): string {
 
 function replacementSection(replacement: Replacement): string {
   const rows = replacement.mapping.map(
-    (line) => `<tr><td><code>${htmlEncode(line.legacy)}</code></td><td><code>${htmlEncode(line.replacement)}</code></td><td>${htmlEncode(line.note)}</td></tr>`,
+    (line) =>
+      `<tr><td><code>${htmlEncode(line.legacy)}</code></td><td><code>${htmlEncode(line.replacement)}</code></td><td>${htmlEncode(line.note)}</td></tr>`,
   );
   return [
     `<h3>${htmlEncode(replacement.operation)} → <code>${htmlEncode(replacement.replacement)}</code></h3>`,

@@ -1,5 +1,17 @@
 import { OUTCOMES } from './ledger.js';
-import { clientTitle, countOf, exampleText, formatCount, formatTime, inputText, periodText, printableReport, sparkline, trendText, unchartedText } from './format.js';
+import {
+  clientTitle,
+  countOf,
+  exampleText,
+  formatCount,
+  formatTime,
+  inputText,
+  periodText,
+  printableReport,
+  sparkline,
+  trendText,
+  unchartedText,
+} from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 
 /**
@@ -11,7 +23,8 @@ import type { ClientReport, MigrationReport, Replacement } from './report.js';
 export function renderTable(logged: MigrationReport, bold: boolean): string {
   const report = printableReport(logged);
   const strong = (text: string): string => (bold ? `\x1b[1m${text}\x1b[0m` : text);
-  const folded = report.folded === 0 ? [] : [`${formatCount(report.folded)} calls of callers past the ledger's size are counted under "other".`];
+  const folded =
+    report.folded === 0 ? [] : [`${formatCount(report.folded)} calls of callers past the ledger's size are counted under "other".`];
   return [
     `Migration report: ${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${periodText(report)}`,
     ...inputText(report.input),
@@ -37,14 +50,24 @@ function clientBlock(client: ClientReport, strong: (text: string) => string): st
   return [
     strong(clientTitle(client)),
     `  ${countOf(client.calls, 'call')}, ${countOf(client.faults, 'fault')}, first ${formatTime(client.firstSeen)}, last ${formatTime(client.lastSeen)}; ${trendText(client.trend)} ${sparkline(client.recentDays)}`,
-    ...columns([['operation', 'binding', 'calls', ...OUTCOMES, 'first seen', 'last seen'], ...rows], [2, 3, 4, 5, 6]).map((line) => `  ${line}`),
+    ...columns([['operation', 'binding', 'calls', ...OUTCOMES, 'first seen', 'last seen'], ...rows], [2, 3, 4, 5, 6]).map(
+      (line) => `  ${line}`,
+    ),
     ...client.operations.map((operation) => `  ${operation.operation} → ${exampleText(operation)}`),
   ];
 }
 
 function replacementBlock(replacement: Replacement): string[] {
-  const rows = replacement.mapping.map((line) => [line.legacy === '' ? '—' : line.legacy, '→', line.replacement === '' ? '—' : line.replacement, line.note]);
-  return [`  ${replacement.operation} → ${replacement.replacement}${replacement.note === '' ? '' : `: ${replacement.note}`}`, ...columns(rows, []).map((line) => `    ${line}`)];
+  const rows = replacement.mapping.map((line) => [
+    line.legacy === '' ? '—' : line.legacy,
+    '→',
+    line.replacement === '' ? '—' : line.replacement,
+    line.note,
+  ]);
+  return [
+    `  ${replacement.operation} → ${replacement.replacement}${replacement.note === '' ? '' : `: ${replacement.note}`}`,
+    ...columns(rows, []).map((line) => `    ${line}`),
+  ];
 }
 
 /** Rows laid out in columns two spaces apart; the columns `right` are aligned right (numbers). */

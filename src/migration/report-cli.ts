@@ -1,4 +1,10 @@
 import { runReport } from './run-report.js';
 
 /** `npm run report -- FILE…` (or `node dist/src/migration/report-cli.js FILE…` where there is no compiler). */
-process.exitCode = await runReport({ args: process.argv.slice(2), env: process.env, stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+process.exitCode = await runReport({
+  args: process.argv.slice(2),
+  env: process.env,
+  stdin: process.stdin,
+  stdout: process.stdout,
+  stderr: process.stderr,
+});

@@ -126,7 +126,10 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
   const dayCount = collected.to === null ? 0 : Math.floor(collected.to / DAY_MS) - first + 1;
   const firstCharted = first + Math.max(0, dayCount - CHARTED_DAYS);
   const dayNumbers = Array.from({ length: Math.min(dayCount, CHARTED_DAYS) }, (_, i) => firstCharted + i);
-  const series = (name: string, days: ReadonlyMap<number, number> | undefined): Series => ({ name, counts: dayNumbers.map((day) => days?.get(day) ?? 0) });
+  const series = (name: string, days: ReadonlyMap<number, number> | undefined): Series => ({
+    name,
+    counts: dayNumbers.map((day) => days?.get(day) ?? 0),
+  });
 
   const byClient = groupBy(collected.ledger.entries(), (entry) => entry.client);
   const clients = [...byClient]
@@ -141,7 +144,9 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
         ...tally(entries),
         trend: dayCount < 2 * TREND_DAYS ? null : trendOf(recentDays),
         recentDays,
-        operations: [...groupBy(entries, (entry) => entry.operation)].map(([operation, calls]) => operationReport(operation, calls)).sort(byCalls),
+        operations: [...groupBy(entries, (entry) => entry.operation)]
+          .map(([operation, calls]) => operationReport(operation, calls))
+          .sort(byCalls),
       };
     })
     .sort((a, b) => byCalls(a, b) || compareText(a.client, b.client));
@@ -151,7 +156,9 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
   const sharingAChart = clients.slice(CHARTED_CLIENTS);
   const daysBefore = firstCharted - first;
   const uncharted =
-    daysBefore === 0 ? null : { from: dayText(first), to: dayText(firstCharted - 1), days: daysBefore, calls: callsBefore(collected, firstCharted) };
+    daysBefore === 0
+      ? null
+      : { from: dayText(first), to: dayText(firstCharted - 1), days: daysBefore, calls: callsBefore(collected, firstCharted) };
   const sharedDays = sumDays(sharingAChart.map((client) => collected.byClient.get(client.client)));
   return {
     version: REPORT_JSON_VERSION,
@@ -174,7 +181,10 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
 
 function operationReport(operation: string, entries: readonly LedgerEntry[]): OperationReport {
   const spec = findOperation(operation);
-  const latest = entries.reduce<LedgerEntry['example']>((best, entry) => (entry.example !== null && (best === null || entry.example.at > best.at) ? entry.example : best), null);
+  const latest = entries.reduce<LedgerEntry['example']>(
+    (best, entry) => (entry.example !== null && (best === null || entry.example.at > best.at) ? entry.example : best),
+    null,
+  );
   return {
     operation,
     replacement: spec?.replacement ?? null,
@@ -195,7 +205,9 @@ function replacements(called: ReadonlySet<string>, profiles: PagingProfiles): Re
 }
 
 function tally(entries: readonly LedgerEntry[]): Tally {
-  const outcomes = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, entries.reduce((sum, entry) => sum + entry.outcomes[outcome], 0)])) as Record<Outcome, number>;
+  const outcomes = Object.fromEntries(
+    OUTCOMES.map((outcome) => [outcome, entries.reduce((sum, entry) => sum + entry.outcomes[outcome], 0)]),
+  ) as Record<Outcome, number>;
   return {
     calls: entries.reduce((sum, entry) => sum + entry.calls, 0),
     faults: outcomes.fault,

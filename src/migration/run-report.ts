@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
 import { HitCollector } from './collect.js';
 import { readHitLine, type ReadLine } from './hit-line.js';
 import { logLines, logSource, MAX_LINE_BYTES, OVERLONG_LINE, UnreadableLog, type LogSource } from './log-lines.js';
@@ -29,7 +29,8 @@ export interface ReportIo {
 const FORMATS = ['table', 'json', 'html'] as const;
 type Format = (typeof FORMATS)[number];
 
-const USAGE = 'usage: npm run report -- [--format table|json|html] [--out FILE] [--progress] [FILE…]  (no FILE or - : stdin; .gz is read as such)';
+const USAGE =
+  'usage: npm run report -- [--format table|json|html] [--out FILE] [--progress] [FILE…]  (no FILE or - : stdin; .gz is read as such)';
 
 /** Malformed lines named in the report, to look at; the rest are counted. */
 const SKIPPED_SHOWN = 20;
@@ -47,18 +48,24 @@ export async function runReport(io: ReportIo): Promise<number> {
     ({ values, positionals } = parseArgs({
       args: [...io.args],
       allowPositionals: true,
-      options: { format: { type: 'string', default: 'table' }, out: { type: 'string' }, progress: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        format: { type: 'string', default: 'table' },
+        out: { type: 'string' },
+        progress: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     }));
   } catch (err) {
     return fail(`${(err as Error).message}\n${USAGE}`, 2);
   }
   if (values.help) return fail(USAGE, 0);
   const format = values.format as Format;
-  if (!FORMATS.includes(format)) return fail(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(values.format)}\n${USAGE}`, 2);
+  if (!FORMATS.includes(format))
+    return fail(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(values.format)}\n${USAGE}`, 2);
   const names = positionals.length === 0 ? ['-'] : positionals;
   if (names.includes('-') && io.stdin.isTTY) return fail(`no log file named, and stdin is a terminal\n${USAGE}`, 2);
 
-  let profiles;
+  let profiles: Config['paging']['profiles'];
   try {
     profiles = loadConfig(io.env).paging.profiles;
   } catch (err) {
@@ -68,7 +75,10 @@ export async function runReport(io: ReportIo): Promise<number> {
 
   const opened = await Promise.all(names.map((name) => logSource(name, io.stdin).catch(unreadable)));
   const sizes = opened.map((source) => (source instanceof UnreadableLog ? 0 : source.size));
-  const progress = values.progress || io.stderr.isTTY ? progressBar((text) => io.stderr.write(text), sizes.includes(null) ? null : sizes.reduce<number>((a, b) => a + (b ?? 0), 0)) : NO_PROGRESS;
+  const progress =
+    values.progress || io.stderr.isTTY
+      ? progressBar((text) => io.stderr.write(text), sizes.includes(null) ? null : sizes.reduce<number>((a, b) => a + (b ?? 0), 0))
+      : NO_PROGRESS;
   const collector = new HitCollector();
   const input = await readAll(opened, collector, progress);
   progress.done();
@@ -95,7 +105,11 @@ function unreadable(err: unknown): UnreadableLog {
 }
 
 /** Reads every source in turn into `collector`; what could not be read is in the summary, not thrown. */
-async function readAll(sources: readonly (LogSource | UnreadableLog)[], collector: HitCollector, progress: Progress): Promise<InputSummary> {
+async function readAll(
+  sources: readonly (LogSource | UnreadableLog)[],
+  collector: HitCollector,
+  progress: Progress,
+): Promise<InputSummary> {
   const summary = { lines: 0, hits: 0, otherLines: 0, malformed: 0 };
   const skipped: SkippedLine[] = [];
   const read: InputSummary['sources'][number][] = [];

@@ -36,7 +36,10 @@ export function barChart(series: Series, days: readonly string[]): string {
   ];
   return [
     `<figure class="chart" data-series="${htmlEncode(series.name)}">`,
-    `<figcaption>${htmlEncode(series.name)} <span class="total">${countOf(series.counts.reduce((a, b) => a + b, 0), 'call')}</span></figcaption>`,
+    `<figcaption>${htmlEncode(series.name)} <span class="total">${countOf(
+      series.counts.reduce((a, b) => a + b, 0),
+      'call',
+    )}</span></figcaption>`,
     `<svg viewBox="0 0 ${WIDTH} ${HEIGHT}" width="${WIDTH}" height="${HEIGHT}" role="img" aria-label="${htmlEncode(label)}">`,
     ...axis,
     ...bars,

@@ -58,7 +58,11 @@ async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: Execute
  * Fetches every request, at most `maxConcurrentPages` at a time, pages in request order. The first
  * failure cancels the requests still running and keeps the rest from starting.
  */
-async function fetchAll(requests: readonly UpstreamRequest[], upstream: Fetcher, { maxConcurrentPages, signal }: ExecuteOptions): Promise<Page[]> {
+async function fetchAll(
+  requests: readonly UpstreamRequest[],
+  upstream: Fetcher,
+  { maxConcurrentPages, signal }: ExecuteOptions,
+): Promise<Page[]> {
   if (requests.length === 0) return [];
   const failed = new AbortController();
   const combined = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal;

@@ -85,7 +85,8 @@ export function createLegacyOrigin(legacy: Config['legacy']): LegacyOrigin {
       const deadline = AbortSignal.timeout(legacy.timeoutMs);
       const failed = (err: unknown): Error => {
         // Besides the caller hanging up, what aborts `signal` is the call's own deadline.
-        if (signal?.aborted) return signal.reason instanceof ClientClosedError ? signal.reason : new LegacyOriginError({ code: 'timeout' }, { cause: err });
+        if (signal?.aborted)
+          return signal.reason instanceof ClientClosedError ? signal.reason : new LegacyOriginError({ code: 'timeout' }, { cause: err });
         if (err instanceof LegacyOriginError) return err;
         if (deadline.aborted) return new LegacyOriginError({ code: 'timeout' }, { cause: err });
         return new LegacyOriginError(asUpstreamError(err, base.hostname).failure, { cause: err });
@@ -104,7 +105,11 @@ export function createLegacyOrigin(legacy: Config['legacy']): LegacyOrigin {
           response.body.destroy();
           throw new LegacyOriginError({ code: 'too_large' });
         }
-        return { status: response.statusCode, headers: relayedHeaders(response.headers), body: await withFirstBytes(response.body, failed) };
+        return {
+          status: response.statusCode,
+          headers: relayedHeaders(response.headers),
+          body: await withFirstBytes(response.body, failed),
+        };
       } catch (err) {
         throw failed(err);
       }

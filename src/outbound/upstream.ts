@@ -49,10 +49,7 @@ const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEO
 /** A kept-alive socket the server closed just as we reused it: safe to retry an idempotent GET. */
 const RETRYABLE_CODES = new Set(['ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE']);
 
-export function createUpstream(
-  upstream: Config['upstream'],
-  observe: (outcome: UpstreamOutcome) => void = () => {},
-): Upstream {
+export function createUpstream(upstream: Config['upstream'], observe: (outcome: UpstreamOutcome) => void = () => {}): Upstream {
   if (upstream.baseUrl === null) throw new Error('createUpstream needs upstream.baseUrl');
   const base = new URL(upstream.baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
@@ -92,7 +89,14 @@ export function createUpstream(
     async fetch(request, signal, requestId) {
       const started = performance.now();
       const done = (outcome: UpstreamOutcome['outcome'], status: number | null, code: string | null): void =>
-        observe({ path: request.path, outcome, status, durationMs: Math.round((performance.now() - started) * 1000) / 1000, code, requestId: requestId ?? null });
+        observe({
+          path: request.path,
+          outcome,
+          status,
+          durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+          code,
+          requestId: requestId ?? null,
+        });
       for (let tries = 0; ; tries++) {
         /** The HTTP status of this attempt's response; null while none has come. */
         let status: number | null = null;
@@ -136,7 +140,9 @@ export function createUpstream(
 /** Credentials in a configured URL (`https://user:secret@host`) go as HTTP Basic, as .NET sent them. */
 export function basicCredentials(url: URL): { authorization?: string } {
   if (url.username === '' && url.password === '') return {};
-  return { authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` };
+  return {
+    authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`,
+  };
 }
 
 function secretsOf(request: UpstreamRequest): string[] {
@@ -150,7 +156,12 @@ function secretsOf(request: UpstreamRequest): string[] {
  * or element has it redacted: it goes to legacy clients as a fault. Only a whole token is a secret
  * there, so that a short key does not mangle the words around it.
  */
-export function readResponse(statusCode: number, body: Uint8Array | readonly Uint8Array[], expectedRoot: string, secrets: readonly string[] = []): Page {
+export function readResponse(
+  statusCode: number,
+  body: Uint8Array | readonly Uint8Array[],
+  expectedRoot: string,
+  secrets: readonly string[] = [],
+): Page {
   if (statusCode >= 200 && statusCode <= 299) {
     const compact = compactDocument(body, expectedRoot);
     if (compact !== null) return compact;
@@ -185,7 +196,8 @@ export function errorCode(err: unknown): string {
 }
 
 /** Certificates the client would not trust, by Node's codes (.NET's TrustFailure). */
-const UNTRUSTED_CERTIFICATE = /^(?:CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(?:VERIFY|GET_ISSUER)|ERR_TLS_CERT_ALTNAME_INVALID$)/;
+const UNTRUSTED_CERTIFICATE =
+  /^(?:CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|UNABLE_TO_(?:VERIFY|GET_ISSUER)|ERR_TLS_CERT_ALTNAME_INVALID$)/;
 
 /** The transport failure behind `err`, as .NET's WebExceptionStatus would have classed it. */
 export function asUpstreamError(err: unknown, host: string): UpstreamError {
@@ -199,7 +211,10 @@ export function asUpstreamError(err: unknown, host: string): UpstreamError {
     if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return { code: 'too_large' };
     // undici's parser names what it could not read only in its message.
     if (name === 'HTTPParserError') {
-      return { code: 'protocol_violation', section: /chunk/i.test(message) ? 'ResponseBody' : /status|Expected HTTP/i.test(message) ? 'ResponseStatusLine' : 'ResponseHeader' };
+      return {
+        code: 'protocol_violation',
+        section: /chunk/i.test(message) ? 'ResponseBody' : /status|Expected HTTP/i.test(message) ? 'ResponseStatusLine' : 'ResponseHeader',
+      };
     }
     if (RETRYABLE_CODES.has(code)) return { code: 'connection_closed' };
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { code: 'name_not_resolved', host };

@@ -192,9 +192,9 @@ function escapeAt(text: string, at: number, reading: Reading): [decoded: string,
   if (first === '+') return reading === 'query' ? [' ', 1] : null;
   if (!(reading === 'markup' ? '&' : '%&\\').includes(first)) return null;
   ESCAPE.lastIndex = at;
-  const escape = ESCAPE.exec(text);
-  if (escape === null) return null;
-  const [whole, unit, byte, hex, decimal, entity] = escape;
+  const found = ESCAPE.exec(text);
+  if (found === null) return null;
+  const [whole, unit, byte, hex, decimal, entity] = found;
   if (unit !== undefined) return [String.fromCharCode(parseInt(unit, 16)), whole.length];
   if (byte !== undefined) return utf8At(text, at, parseInt(byte, 16));
   const codePoint = hex !== undefined ? parseInt(hex, 16) : decimal !== undefined ? Number(decimal) : null;
@@ -211,9 +211,9 @@ function utf8At(text: string, at: number, lead: number): [decoded: string, lengt
   if (length === 0) return ['\ufffd', 3];
   let codePoint = length === 1 ? lead : lead & (0xff >> (length + 1));
   for (let index = 1; index < length; index++) {
-    const escape = /^%([89ab][0-9a-f])/i.exec(text.slice(at + 3 * index, at + 3 * index + 3));
-    if (escape === null) return ['\ufffd', 3];
-    codePoint = (codePoint << 6) | (parseInt(escape[1]!, 16) & 0x3f);
+    const continuation = /^%([89ab][0-9a-f])/i.exec(text.slice(at + 3 * index, at + 3 * index + 3));
+    if (continuation === null) return ['\ufffd', 3];
+    codePoint = (codePoint << 6) | (parseInt(continuation[1]!, 16) & 0x3f);
   }
   return [String.fromCodePoint(codePoint), 3 * length];
 }

@@ -102,7 +102,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
 
   await fastify.register(deprecationPlugin, { config, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
   const { hits } = fastify;
-  const upstreamHealth = createUpstreamHealth({ probe: () => upstream.reachable(), intervalMs: config.upstream.healthCheckIntervalMs, registry: hits.registry });
+  const upstreamHealth = createUpstreamHealth({
+    probe: () => upstream.reachable(),
+    intervalMs: config.upstream.healthCheckIntervalMs,
+    registry: hits.registry,
+  });
   const upstream =
     deps.upstream ??
     createUpstream(config.upstream, (outcome) => {
@@ -119,8 +123,16 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const admin =
     config.server.adminPort === null
       ? null
-      : Fastify({ loggerInstance: fastify.log, logController: new LogController({ disableRequestLogging: true }), return503OnClosing: true });
-  const health = createHealth(admin === null ? [SERVICE_LISTENER] : [SERVICE_LISTENER, OPERATOR_LISTENER], upstreamHealth, config.server.readinessFollowsUpstream);
+      : Fastify({
+          loggerInstance: fastify.log,
+          logController: new LogController({ disableRequestLogging: true }),
+          return503OnClosing: true,
+        });
+  const health = createHealth(
+    admin === null ? [SERVICE_LISTENER] : [SERVICE_LISTENER, OPERATOR_LISTENER],
+    upstreamHealth,
+    config.server.readinessFollowsUpstream,
+  );
   fastify.addHook('onListen', async () => {
     health.listening(SERVICE_LISTENER);
     upstreamHealth.start();

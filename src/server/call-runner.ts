@@ -64,7 +64,15 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     const shedAnswer = { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(config.server.retryAfterSeconds) } };
 
     /** The deprecation hit of a call, the same fields whatever its binding and outcome. */
-    function record(request: FastifyRequest, outcome: Outcome<unknown>, caller: Caller, shed: boolean, started: number, upstreamRequests: number, remoteAddress: string | null): void {
+    function record(
+      request: FastifyRequest,
+      outcome: Outcome<unknown>,
+      caller: Caller,
+      shed: boolean,
+      started: number,
+      upstreamRequests: number,
+      remoteAddress: string | null,
+    ): void {
       const { read, answer, failure, successor, route } = outcome;
       const reason = failure === null ? null : failureReason(failure);
       if (reason === 'internal') request.log.error({ err: failure }, 'legacy call failed unexpectedly');
@@ -103,7 +111,13 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
     }
 
     /** The translated path: plan, fetch, assemble, written by the binding (docs/architecture.md); rejects only on a binding's defect. */
-    async function translate<W>(binding: Binding<W>, call: LegacyCall, wire: W, fetcher: Fetcher, signal: AbortSignal): Promise<Answered & { readonly answer: Answer }> {
+    async function translate<W>(
+      binding: Binding<W>,
+      call: LegacyCall,
+      wire: W,
+      fetcher: Fetcher,
+      signal: AbortSignal,
+    ): Promise<Answered & { readonly answer: Answer }> {
       let successor: string | null = null;
       try {
         const plan = answerCall.plan(call);
@@ -132,7 +146,9 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       }
     }
 
-    fastify.decorate('runCall', async function runCall<W>(binding: Binding<W>, serviceRequest: ServiceRequest, request: FastifyRequest, reply: FastifyReply) {
+    fastify.decorate('runCall', async function runCall<
+      W,
+    >(binding: Binding<W>, serviceRequest: ServiceRequest, request: FastifyRequest, reply: FastifyReply) {
       const started = performance.now();
       // Read now: once a caller has hung up, its socket no longer knows the address.
       const remoteAddress = request.ip ?? null;
@@ -142,7 +158,15 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
       const caller = identify(read?.ok ? credentialsOf(read.call).apiKey : null, remoteAddress);
       if (callsInFlight >= config.server.maxConcurrentCalls) {
         send(reply, shedAnswer);
-        return record(request, { read, answer: shedAnswer, failure: readFailure, successor: null }, caller, true, started, 0, remoteAddress);
+        return record(
+          request,
+          { read, answer: shedAnswer, failure: readFailure, successor: null },
+          caller,
+          true,
+          started,
+          0,
+          remoteAddress,
+        );
       }
       callsInFlight++;
       const cancel = new AbortController();
@@ -168,7 +192,12 @@ export const callRunnerPlugin = fp<CallRunnerOptions>(
           // Brownouts and sunset: refused as the web method's first line would, before translation and upstream requests.
           const refused = refuse(read.call, caller);
           if (refused !== null) {
-            return { read, answer: refusalAnswer(binding.writeError(refused, read.wire), refused), failure: refused, successor: refused.detail.successor };
+            return {
+              read,
+              answer: refusalAnswer(binding.writeError(refused, read.wire), refused),
+              failure: refused,
+              successor: refused.detail.successor,
+            };
           }
           const translatePath = (fetcher: Fetcher, signal: AbortSignal) => translate(binding, read.call, read.wire, fetcher, signal);
           // --- Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.

@@ -73,7 +73,12 @@ export const dispatcherPlugin = fp<DispatcherOptions>(
       // Asked last, the Documentation protocol's answer decides when nothing takes the request.
       const description = descriptionAccepts(method, pathInfo);
       if (description === 'accept') return fastify.serveDescription(request, reply, requested, url.search.slice(1));
-      send(reply, description === 'wrongMethod' ? errorPage(405, REQUEST_FORMAT_UNRECOGNIZED) : errorPage(500, urlUnexpectedlyEnding(percentDecode(pathInfo))));
+      send(
+        reply,
+        description === 'wrongMethod'
+          ? errorPage(405, REQUEST_FORMAT_UNRECOGNIZED)
+          : errorPage(500, urlUnexpectedlyEnding(percentDecode(pathInfo))),
+      );
     }
 
     fastify.decorate('dispatch', dispatch);

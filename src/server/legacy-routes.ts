@@ -72,7 +72,11 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
     try {
       const answer = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.signal);
-      return { answer, failure: answer.status >= 400 ? new LegacyOriginError({ code: 'status', status: answer.status }) : null, successor: routed.successor };
+      return {
+        answer,
+        failure: answer.status >= 400 ? new LegacyOriginError({ code: 'status', status: answer.status }) : null,
+        successor: routed.successor,
+      };
     } catch (err) {
       return { answer: originFailedAnswer(err), failure: err, successor: routed.successor };
     }
@@ -112,7 +116,10 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
     }
     const { status } = answered.answer;
     const { body, collected } = tapped(answered.answer.body);
-    compare(translated, collected.then((bytes) => ({ status, body: bytes.toString('utf8') }), failedSide));
+    compare(
+      translated,
+      collected.then((bytes) => ({ status, body: bytes.toString('utf8') }), failedSide),
+    );
     return { ...answered, answer: { ...answered.answer, body } };
   }
 

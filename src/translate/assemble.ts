@@ -1,13 +1,5 @@
 import { UpstreamError } from '../errors.js';
-import {
-  attributesOf,
-  itemsOf,
-  rootSpan,
-  treeOf,
-  unescapeAttribute,
-  type CompactDocument,
-  type Page,
-} from '../xml/compact.js';
+import { attributesOf, itemsOf, rootSpan, treeOf, unescapeAttribute, type CompactDocument, type Page } from '../xml/compact.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
 import type { AnswerShape } from '../operations.js';
 import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
@@ -46,8 +38,12 @@ function treeView(root: XmlElement, shape: ItemsShape): PageView<XmlElement> {
       const counters = countersFor(items.length, offset);
       return {
         ...root,
-        attributes: root.attributes.map((attr) => (Object.hasOwn(counters, attr.name) ? { name: attr.name, value: counters[attr.name] as string } : attr)),
-        children: root.children.map((child) => (child.type === 'element' && child.local === shape.items ? { ...child, children: [...items] } : child)),
+        attributes: root.attributes.map((attr) =>
+          Object.hasOwn(counters, attr.name) ? { name: attr.name, value: counters[attr.name] as string } : attr,
+        ),
+        children: root.children.map((child) =>
+          child.type === 'element' && child.local === shape.items ? { ...child, children: [...items] } : child,
+        ),
       };
     },
   };

@@ -29,7 +29,10 @@ export function merchandiseIds(productTypes: string | null, captions: CaptionInd
   const list = present(productTypes);
   if (list === null) return null;
   const ids: string[] = [];
-  for (const part of list.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const part of list
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     if (NUMERIC_LIST.test(part)) {
       ids.push(...part.split(/\s+/).map(normalizeId));
       continue;

@@ -35,11 +35,7 @@ export function planPages(window: ItemWindow, maxPageSize: number): PageRun {
   let best: PageRun | undefined;
   for (let size = 1; size <= maxPageSize; size++) {
     const { first, count } = pagesFor(window, size);
-    if (
-      best === undefined ||
-      count < best.pageCount ||
-      (count === best.pageCount && count * size < best.pageCount * best.pageSize)
-    ) {
+    if (best === undefined || count < best.pageCount || (count === best.pageCount && count * size < best.pageCount * best.pageSize)) {
       best = { pageSize: size, firstPage: first, pageCount: count };
     }
   }

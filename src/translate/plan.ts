@@ -56,7 +56,13 @@ export type Plan =
   /** One request whose page is the result as it is. */
   | { readonly kind: 'single'; readonly request: UpstreamRequest }
   /** Pages `run` of a paged endpoint, fetched concurrently, sliced to `window`. */
-  | { readonly kind: 'window'; readonly window: ItemWindow; readonly run: PageRun; readonly requests: readonly UpstreamRequest[]; readonly shape: ItemsShape }
+  | {
+      readonly kind: 'window';
+      readonly window: ItemWindow;
+      readonly run: PageRun;
+      readonly requests: readonly UpstreamRequest[];
+      readonly shape: ItemsShape;
+    }
   /** Every page of a list, all its items or a failure: the first page, then the rest once the total is known. */
   | AllPagesPlan;
 
@@ -143,7 +149,15 @@ function target(path: UpstreamPath, apiKey: string | null, context: TranslateCon
     window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall, shape),
     allPages: (params, pageSize) => {
       const base = request(params);
-      return { kind: 'allPages', base, profile: profile(), pageSize, maxPages: maxPagesPerCall, first: pageRequest(base, profile(), 0, pageSize), shape };
+      return {
+        kind: 'allPages',
+        base,
+        profile: profile(),
+        pageSize,
+        maxPages: maxPagesPerCall,
+        first: pageRequest(base, profile(), 0, pageSize),
+        shape,
+      };
     },
   };
 }

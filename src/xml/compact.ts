@@ -94,7 +94,9 @@ export function compactDocument(body: Uint8Array | readonly Uint8Array[], expect
     at += chunk.length;
   }
   const compactLength = wasm.compact(root.length, length);
-  return compactLength < 0 ? null : { type: 'compact', bytes: Buffer.from(memory.subarray(base, base + compactLength)), rootName: expectedRoot };
+  return compactLength < 0
+    ? null
+    : { type: 'compact', bytes: Buffer.from(memory.subarray(base, base + compactLength)), rootName: expectedRoot };
 }
 
 /** The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes as U+FFFD (as undici's `body.text()`). */

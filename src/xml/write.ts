@@ -88,7 +88,8 @@ function writeChild(out: string[], node: XmlNode, options: WriteOptions, scope: 
  * surrogates). Caller-supplied text can hold them (a SOAPAction of `%01` is echoed in its fault);
  * written as they are they would make the answer unreadable, so they become U+FFFD.
  */
-const FORBIDDEN = '[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\uFFFE\\uFFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]';
+const FORBIDDEN =
+  '[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\uFFFE\\uFFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]';
 const REPLACEMENT_CHARACTER = '\uFFFD';
 const TEXT_SPECIALS = new RegExp(`[&<>]|${FORBIDDEN}`, 'g');
 const ATTRIBUTE_SPECIALS = new RegExp(`[&<>"\\t\\n\\r]|${FORBIDDEN}`, 'g');

@@ -8,11 +8,21 @@ export const CALL_BINDINGS: readonly CallBinding[] = ['soap11', 'soap12', 'httpG
  * `op` called at `base` over `binding` with `params` (in declaration order), as a client of that
  * binding sends it (docs/wire.md §8): a .NET-style envelope and action, a query string, or a form.
  */
-export function legacyCall(base: string, binding: CallBinding, op: string, params: Readonly<Record<string, string>>, headers: Readonly<Record<string, string>> = {}): Promise<Response> {
+export function legacyCall(
+  base: string,
+  binding: CallBinding,
+  op: string,
+  params: Readonly<Record<string, string>>,
+  headers: Readonly<Record<string, string>> = {},
+): Promise<Response> {
   const fields = Object.entries(params);
   if (binding === 'httpGet') return fetch(`${base}/index.asmx/${op}?${new URLSearchParams(fields)}`, { headers });
   if (binding === 'httpPost') {
-    return fetch(`${base}/index.asmx/${op}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+    return fetch(`${base}/index.asmx/${op}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
   }
   const children = fields.map(([name, value]) => `<${name}>${value}</${name}>`).join('');
   const envelope = `${XML_DECLARATION}<soap:Envelope xmlns:soap="${binding === 'soap11' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;

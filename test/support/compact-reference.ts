@@ -136,4 +136,3 @@ function distinctAttributes(text: string, from: number, close: number, seen: { s
   }
   return at === close || (text.charCodeAt(at) === 32 && at + 2 === close);
 }
-

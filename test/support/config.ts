@@ -5,7 +5,11 @@ export const TEST_CLIENT_ID_KEY = 'test-client-id-key-0123456789abc';
 
 /** The shipped defaults with a configured upstream (so nothing starts the demo), then `overrides`. */
 export function testConfig(overrides: Json = {}): Config {
-  return loadConfig({}, { upstream: { baseUrl: 'http://upstream.invalid', appKey: 'configured-app-key' }, log: { level: 'silent' } }, overrides);
+  return loadConfig(
+    {},
+    { upstream: { baseUrl: 'http://upstream.invalid', appKey: 'configured-app-key' }, log: { level: 'silent' } },
+    overrides,
+  );
 }
 
 /** The service section of the shipped defaults, with overrides. */

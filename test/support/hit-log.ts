@@ -66,4 +66,11 @@ export function hitLine(fields: HitFields): string {
 }
 
 /** A line of the operators' log that shares the file with the hits. */
-export const OPERATOR_LINE = JSON.stringify({ level: 'warn', time: '2026-11-20T10:00:00.000Z', event: 'upstream_failure', path: '/product.search.cp', outcome: 'refused', msg: 'upstream /product.search.cp: refused' });
+export const OPERATOR_LINE = JSON.stringify({
+  level: 'warn',
+  time: '2026-11-20T10:00:00.000Z',
+  event: 'upstream_failure',
+  path: '/product.search.cp',
+  outcome: 'refused',
+  msg: 'upstream /product.search.cp: refused',
+});

@@ -23,8 +23,8 @@ export const SPELLINGS: Readonly<Record<string, (key: string) => string>> = {
   'as it is': (key) => key,
   'HttpUtility.UrlEncode (%2b, + for a space)': dotnetUrlEncode,
   'upper-case escapes, %20 for a space': (key) => [...key].map((c) => (URL_SAFE.test(c) ? c : utf8Escapes(c, upperHex))).join(''),
-  'HttpUtility.UrlEncodeUnicode (%u002B)': (key) => key.replace(/[^]/g, (unit) => (URL_SAFE.test(unit) ? unit : unitEscape('%u', unit))),
-  'JSON escapes (\\u0061)': (key) => key.replace(/[^]/g, (unit) => unitEscape('\\u', unit)),
+  'HttpUtility.UrlEncodeUnicode (%u002B)': (key) => key.replace(/[\s\S]/g, (unit) => (URL_SAFE.test(unit) ? unit : unitEscape('%u', unit))),
+  'JSON escapes (\\u0061)': (key) => key.replace(/[\s\S]/g, (unit) => unitEscape('\\u', unit)),
   'XML-escaped': (key) => key.replace(/[&<>"']/g, (c) => `&${XML_ENTITIES[c]!};`),
   'decimal character references (&#97;)': (key) => [...key].map((c) => `&#${c.codePointAt(0)};`).join(''),
   'hex character references (&#x2B;)': (key) => [...key].map((c) => `&#x${c.codePointAt(0)!.toString(16).toUpperCase()};`).join(''),
@@ -55,14 +55,15 @@ export const spelledKeys = (spellings = SPELLINGS): fc.Arbitrary<{ key: string; 
   );
 
 /** Every way the key can be written, to look for in what was logged. */
-export const everySpelling = (key: string, spellings = SPELLINGS): string[] =>
-  [...new Set(Object.values(spellings).map((spell) => spell(key)))];
+export const everySpelling = (key: string, spellings = SPELLINGS): string[] => [
+  ...new Set(Object.values(spellings).map((spell) => spell(key))),
+];
 
 /** How a writer that escapes a whole URL once escapes one character of it: either case of hex, or `%u`. */
 const ONCE_ESCAPED: readonly ((character: string) => string)[] = [
   (c) => utf8Escapes(c, lowerHex),
   (c) => utf8Escapes(c, upperHex),
-  (c) => c.replace(/[^]/g, (unit) => unitEscape('%u', unit)),
+  (c) => c.replace(/[\s\S]/g, (unit) => unitEscape('%u', unit)),
 ];
 
 /**
@@ -71,10 +72,10 @@ const ONCE_ESCAPED: readonly ((character: string) => string)[] = [
  * and the quote as it reads with the key's value redacted.
  */
 export const escapedUrls = (): fc.Arbitrary<{ key: string; quoted: string; redacted: string }> =>
-  fc.tuple(keys(), fc.constantFrom('appKey', 'APIKEY', 'apikey'), fc.infiniteStream(fc.constantFrom(...ONCE_ESCAPED))).map(
-    ([key, name, styles]) => {
-      const escape = (text: string): string => [...text].map((c) => (URL_SAFE.test(c) ? c : styles.next().value(c))).join('');
-      const [before, after] = [escape(`http://upstream/product.search.cp?v=3&${name}=`), escape('&productId=1')];
-      return { key, quoted: `${before}${escape(dotnetUrlEncode(key))}${after}`, redacted: `${before}[redacted]${after}` };
-    },
-  );
+  fc
+    .tuple(keys(), fc.constantFrom('appKey', 'APIKEY', 'apikey'), fc.infiniteStream(fc.constantFrom(...ONCE_ESCAPED)))
+    .map(([key, name, styles]) => {
+      const escaped = (text: string): string => [...text].map((c) => (URL_SAFE.test(c) ? c : styles.next().value(c))).join('');
+      const [before, after] = [escaped(`http://upstream/product.search.cp?v=3&${name}=`), escaped('&productId=1')];
+      return { key, quoted: `${before}${escaped(dotnetUrlEncode(key))}${after}`, redacted: `${before}[redacted]${after}` };
+    });

@@ -30,7 +30,8 @@ export type Version = '1.1' | '1.2';
 export const ENV_NS: Readonly<Record<Version, string>> = { '1.1': SOAP11_ENV, '1.2': SOAP12_ENV };
 
 /** §4: the envelope start tag, `soap`/`xsi`/`xsd` in this order. */
-export const envelopeStart = (version: Version): string => `<soap:Envelope xmlns:soap="${ENV_NS[version]}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`;
+export const envelopeStart = (version: Version): string =>
+  `<soap:Envelope xmlns:soap="${ENV_NS[version]}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}">`;
 
 /** §5.4: the Upgrade header of VersionMismatch faults, verbatim. */
 const UPGRADE_HEADER =

@@ -93,7 +93,8 @@ function linkBack(url: string): string {
 
 /** What replaces the operation, and each legacy parameter's counterpart there. */
 function replacementTable(op: OperationSpec, profiles: PagingProfiles): string[] {
-  const row = (cells: string[], tag: 'th' | 'td'): string => `<tr>${cells.map((cell) => `<${tag}>${htmlEncode(cell)}</${tag}>`).join('')}</tr>`;
+  const row = (cells: string[], tag: 'th' | 'td'): string =>
+    `<tr>${cells.map((cell) => `<${tag}>${htmlEncode(cell)}</${tag}>`).join('')}</tr>`;
   return [
     `<h3>Replacement: ${htmlEncode(op.replacement)}</h3>`,
     '<table class="mapping">',
@@ -285,14 +286,7 @@ function formFields(op: OperationSpec): string {
 
 /** The XmlNode answer of GET and POST; the help generator writes this declaration without encoding. */
 function httpResponse(): string {
-  return lines(
-    'HTTP/1.1 200 OK',
-    'Content-Type: text/xml; charset=utf-8',
-    CONTENT_LENGTH,
-    '',
-    '&lt;?xml version="1.0"?&gt;',
-    value('xml'),
-  );
+  return lines('HTTP/1.1 200 OK', 'Content-Type: text/xml; charset=utf-8', CONTENT_LENGTH, '', '&lt;?xml version="1.0"?&gt;', value('xml'));
 }
 
 const SAMPLES: readonly Sample[] = [

@@ -24,8 +24,7 @@ interface PortTypeSpec {
 const part = (attributes: Record<string, string>): XmlElement => element('wsdl:part', attributes);
 
 /** HTTP GET/POST carry every parameter as a string, `int`s included (HttpProtocolReflector). */
-const stringParts = (op: OperationSpec): XmlElement[] =>
-  op.params.map((param) => part({ name: param.name, type: 's:string' }));
+const stringParts = (op: OperationSpec): XmlElement[] => op.params.map((param) => part({ name: param.name, type: 's:string' }));
 /** An `XmlNode` return over HTTP is an untyped MIME part (MimeXmlReflector). */
 const bodyPart = (): XmlElement[] => [part({ name: 'Body' })];
 
@@ -61,8 +60,7 @@ function soapBinding(suffix: string, prefix: string): BindingSpec {
     addressPrefix: prefix,
     binding: () => element(`${prefix}:binding`, { transport: 'http://schemas.xmlsoap.org/soap/http' }),
     // The bare action, the same for 1.1 and 1.2; ASMX writes no soapActionRequired.
-    operation: (service, op) =>
-      element(`${prefix}:operation`, { soapAction: soapAction(service.namespace, op), style: 'document' }),
+    operation: (service, op) => element(`${prefix}:operation`, { soapAction: soapAction(service.namespace, op), style: 'document' }),
     input: body,
     output: body,
   };
@@ -194,18 +192,14 @@ function documentation(op: OperationSpec, profiles: PagingProfiles): string {
 }
 
 function bindingElement(service: Service, binding: BindingSpec): XmlElement {
-  return element(
-    'wsdl:binding',
-    { name: service.name + binding.suffix, type: `tns:${service.name}${binding.portType}` },
-    [
-      binding.binding(),
-      ...OPERATIONS.map((op) =>
-        element('wsdl:operation', { name: op.name }, [
-          binding.operation(service, op),
-          element('wsdl:input', {}, [binding.input()]),
-          element('wsdl:output', {}, [binding.output()]),
-        ]),
-      ),
-    ],
-  );
+  return element('wsdl:binding', { name: service.name + binding.suffix, type: `tns:${service.name}${binding.portType}` }, [
+    binding.binding(),
+    ...OPERATIONS.map((op) =>
+      element('wsdl:operation', { name: op.name }, [
+        binding.operation(service, op),
+        element('wsdl:input', {}, [binding.input()]),
+        element('wsdl:output', {}, [binding.output()]),
+      ]),
+    ),
+  ]);
 }

@@ -71,7 +71,12 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   if (version === undefined) throw versionMismatchFault(document, op);
   if (version === '1.1' && media.base !== 'text/xml') throw fault('Client', [], version, 415);
   const body = soapBody(document, (missing) => fault('Client', [UNABLE_TO_READ, missing], version));
-  return { version, call: bindParameters(op, body, namespace, (line, column, error) => fault('Client', [UNABLE_TO_READ, xmlDocumentError(line, column), error], version)) };
+  return {
+    version,
+    call: bindParameters(op, body, namespace, (line, column, error) =>
+      fault('Client', [UNABLE_TO_READ, xmlDocumentError(line, column), error], version),
+    ),
+  };
 }
 
 /** The first guess of §2.1, which picks the router (and the version of faults before the envelope is read). */
@@ -175,7 +180,18 @@ function isNil(node: XmlElement): boolean {
   return nil !== undefined && ['true', '1'].includes(nil.value.trim());
 }
 
-const KNOWN_CHARSETS = new Set(['utf-8', 'utf8', 'utf-16', 'utf-16le', 'utf-16be', 'us-ascii', 'ascii', 'iso-8859-1', 'latin1', 'windows-1252']);
+const KNOWN_CHARSETS = new Set([
+  'utf-8',
+  'utf8',
+  'utf-16',
+  'utf-16le',
+  'utf-16be',
+  'us-ascii',
+  'ascii',
+  'iso-8859-1',
+  'latin1',
+  'windows-1252',
+]);
 
 /** Request bytes to text by ASMX's rules (docs/wire.md §3). */
 export function decodeBody(media: MediaType, body: Buffer): string {

@@ -33,7 +33,8 @@ function envelope(version: SoapVersion, header: string, body: string): string {
 export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: Page): string | Buffer {
   const open = `<${op.name}Response xmlns="${namespace}"><${op.name}Result>`;
   const close = `</${op.name}Result></${op.name}Response>`;
-  if (result.type !== 'compact') return envelope(version, '', open + writeXml(result, { indent: false, defaultNamespace: namespace }) + close);
+  if (result.type !== 'compact')
+    return envelope(version, '', open + writeXml(result, { indent: false, defaultNamespace: namespace }) + close);
   return Buffer.concat([Buffer.from(envelopeHead(version, '') + open), ...soapContent(result), Buffer.from(close + ENVELOPE_TAIL)]);
 }
 
