@@ -10,8 +10,8 @@ export { validateConfig, type Json } from './config/validate.js';
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
  * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT,
- * UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL). The result is validated once at start-up; a bad value, an unknown key or an environment
- * variable set but empty stops the process with a message naming it.
+ * UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL). The result is validated once at start-up; a bad value, an
+ * unknown key or an environment variable set but empty stops the process with a message naming it.
  */
 
 /** The environment variables that set a key, and how their text is read. */
@@ -42,11 +42,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: J
     const text = variable(name);
     return text === undefined ? [] : [{ name, key, value: read ? read(name, text) : text }];
   });
-  for (const {
-    key: [section, key],
-    value,
-  } of fromEnvironment)
-    merged = merge(merged, { [section]: { [key]: value } }, ConfigSchema);
+  for (const { key, value } of fromEnvironment) {
+    const [section, name] = key;
+    merged = merge(merged, { [section]: { [name]: value } }, ConfigSchema);
+  }
   for (const layer of overrides) merged = merge(merged, layer, ConfigSchema);
   // A refusal names the variable a value came from, unless an override replaced it.
   const origins = Object.fromEntries(

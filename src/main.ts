@@ -33,7 +33,7 @@ export class StartRefused extends Error {
   override readonly name = 'StartRefused';
   constructor(
     readonly key: string,
-    readonly value: string | number,
+    readonly value: string,
     readonly code: string | null,
     problem: string,
   ) {
@@ -81,11 +81,12 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     throw err;
   }
   logger.info({ event: 'listening', address }, `Legacy catalog proxy listening on ${address}${server.servicePath}`);
-  if (adminAddress !== null)
+  if (adminAddress !== null) {
     logger.info(
       { event: 'admin_listening', address: adminAddress },
       `Operator endpoints (/metrics, /ledger, /healthz, /readyz) on ${adminAddress}`,
     );
+  }
   return {
     url: address,
     adminUrl: adminAddress,
@@ -139,7 +140,7 @@ async function listenOn(
  * The hit file, opened (created, appended to) now: a path that cannot be written is refused before the
  * proxy listens, not found by the logger's first write once calls are coming in.
  */
-export function openHitsFile(path: string): number {
+function openHitsFile(path: string): number {
   const refused = (err: unknown, problems: Readonly<Record<string, string>>): StartRefused => {
     const { code, message } = err as NodeJS.ErrnoException;
     return new StartRefused('log.hitsFile', path, code ?? null, `cannot be written: ${problems[code ?? ''] ?? message}.`);
@@ -194,11 +195,25 @@ export function createLogger(level: Config['log']['level']): Logger {
 }
 
 /**
+ * The hits' own channel, which LOG_LEVEL does not switch off: stdout, or `log.hitsFile`, opened now
+ * (a StartRefused when it cannot be written), whose failures later are said on `logger`.
+ */
+function createHitLogger(hitsFile: string | null, logger: Logger): Logger {
+  if (hitsFile === null) return createLogger('info');
+  const failed = (err: NodeJS.ErrnoException): void =>
+    logger.error(
+      { event: 'hits_file_failed', key: 'log.hitsFile', value: hitsFile, code: err.code ?? null },
+      `Deprecation hits cannot be written to log.hitsFile (${hitsFile}): ${err.message}. They go to stdout until the proxy restarts.`,
+    );
+  return createHitsFileLogger(openHitsFile(hitsFile), failed);
+}
+
+/**
  * The hits into the open file `fd`. A write that fails (a full disk, an I/O error) leaves the file for
  * good: the stream would hold every later line in memory, and hang the exit retrying them. From then
  * on the hits go to stdout, the migration's record kept, and `onFailure` says so once.
  */
-export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException) => void): Logger {
+function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException) => void): Logger {
   const file = lineStream(fd);
   let current: LineStream = file;
   file.once('error', (err: NodeJS.ErrnoException) => {
@@ -255,32 +270,20 @@ export async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createOperatorLogger(config.log.level);
-  /** Exits once the log lines written so far are out: the destinations write in the background. */
-  let exit = (code: number): void => logger.flush(() => process.exit(code));
+  /** Refused before any call: no hit has been written, only the operators' line to wait for. */
   const refuse = (err: StartRefused): void => {
     logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
-    exit(1);
+    logger.flush(() => process.exit(1));
   };
-  // The hits are the migration's record: LOG_LEVEL does not switch them off.
   let hitLogger: Logger;
-  const hitsFile = config.log.hitsFile;
-  if (hitsFile === null) hitLogger = createLogger('info');
-  else {
-    let fd: number;
-    try {
-      fd = openHitsFile(hitsFile);
-    } catch (err) {
-      if (!(err instanceof StartRefused)) throw err;
-      return refuse(err);
-    }
-    const failed = (err: NodeJS.ErrnoException): void =>
-      logger.error(
-        { event: 'hits_file_failed', key: 'log.hitsFile', value: hitsFile, code: err.code ?? null },
-        `Deprecation hits cannot be written to log.hitsFile (${hitsFile}): ${err.message}. They go to stdout until the proxy restarts.`,
-      );
-    hitLogger = createHitsFileLogger(fd, failed);
+  try {
+    hitLogger = createHitLogger(config.log.hitsFile, logger);
+  } catch (err) {
+    if (!(err instanceof StartRefused)) throw err;
+    return refuse(err);
   }
-  exit = (code) => hitLogger.flush(() => logger.flush(() => process.exit(code)));
+  /** Exits once the log lines written so far are out: the destinations write in the background. */
+  const exit = (code: number): void => hitLogger.flush(() => logger.flush(() => process.exit(code)));
 
   // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;

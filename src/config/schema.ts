@@ -12,7 +12,7 @@ import { MERCHANDISE } from './merchandise.js';
 
 const MAX_TIMEOUT_MS = 600_000;
 /** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
-export const MIN_CLIENT_ID_KEY_LENGTH = 32;
+const MIN_CLIENT_ID_KEY_LENGTH = 32;
 /** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */
 export const OPERATOR_DATA_PATHS = ['/metrics', '/ledger'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -45,8 +45,6 @@ export interface UpstreamHealthOptions {
   readonly now?: () => number;
 }
 
-/** Outcomes that say nothing of the upstream's health: the call gave up, or the page was refused for its content. */
-const SAYS_NOTHING: ReadonlySet<UpstreamOutcome['outcome']> = new Set(['cancelled']);
 /** Outcomes of a request that reached no HTTP response from the upstream. */
 const DOWN: ReadonlySet<UpstreamOutcome['outcome']> = new Set(['upstream_unreachable', 'upstream_timeout']);
 
@@ -102,7 +100,8 @@ export function createUpstreamHealth({ probe, intervalMs, registry, now = Date.n
       timer ??= setInterval(() => void check(), intervalMs).unref();
     },
     observe(outcome) {
-      if (SAYS_NOTHING.has(outcome.outcome)) return;
+      // A request the call gave up on says nothing of the upstream; a page refused for its content says it answered.
+      if (outcome.outcome === 'cancelled') return;
       const down = DOWN.has(outcome.outcome) && outcome.status === null;
       tell(!down, 'request', down ? `${outcome.outcome}${outcome.code === null ? '' : ` (${outcome.code})`}` : null);
     },

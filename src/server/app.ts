@@ -9,7 +9,7 @@ import { errorPage, type Answer } from '../inbound/answer.js';
 import { callBindings } from '../inbound/bindings.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';
-import { createUpstreamHealth, type UpstreamHealth } from '../outbound/upstream-health.js';
+import { createUpstreamHealth } from '../outbound/upstream-health.js';
 import { loadCompactPass } from '../xml/compact.js';
 import { callRunnerPlugin } from './call-runner.js';
 import { descriptionsPlugin } from './descriptions.js';
@@ -41,7 +41,6 @@ export interface App {
   readonly admin: FastifyInstance | null;
   /** Readiness: ready once `fastify` and `admin` listen, until draining. */
   readonly health: Health;
-  readonly upstreamHealth: UpstreamHealth;
 }
 
 /** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
@@ -147,7 +146,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     fastify.addHook('onClose', async () => admin.close());
   }
   await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });
-  return { fastify, hits, admin, health, upstreamHealth };
+  return { fastify, hits, admin, health };
 }
 
 const SERVICE_LISTENER = 'service';
