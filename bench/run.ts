@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { catalogOptions, generateCatalog } from '../src/demo/catalog.js';
 import { PINNING, RESULTS, startServer, type Server } from './children.js';
 import { latencyAtRate, quantile, type LatencyRun } from './latency.js';

@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import * as soap from 'soap';
 import { Agent, request } from 'undici';
-import { loadConfig, type Json } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Json } from '../src/config/validate.js';
 import { startDemoUpstream } from '../src/demo/upstream.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
-import { fixHeapGrowth } from '../src/heap.js';
-import { createLogger } from '../src/main.js';
+import { fixHeapGrowth } from '../src/start/heap.js';
+import { createLogger } from '../src/start/main.js';
 import { buildApp } from '../src/server/app.js';
 
 /**

@@ -1,9 +1,9 @@
-import type { Config } from './config.js';
+import type { Config } from './config/schema.js';
 import type { LegacyCall } from './operations.js';
 import { executePlan } from './outbound/execute.js';
 import { createPageCounts } from './outbound/page-counts.js';
 import type { Fetcher } from './outbound/upstream.js';
-import { createPlanner, type Plan } from './translate/plan.js';
+import { planOf, translateContext, type Plan } from './translate/plan.js';
 import type { Page } from './xml/compact.js';
 
 /** Answers a legacy call with its result, or rejects with the error the web method would have thrown. */
@@ -19,7 +19,8 @@ const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
 
 /** Translate (pure), carry out the plan, assemble (pure): the middle of every call, whatever its binding. */
 export function createCallAnswerer(config: Config): CallAnswerer {
-  const planner = createPlanner(config);
+  const context = translateContext(config);
+  const planner = { plan: (call: LegacyCall) => planOf(call, context) };
   const { maxConcurrentPages } = config.upstream;
   const pageCounts = createPageCounts(PAGE_COUNT_MEMORY);
   const answerPlan = (plan: Plan, upstream: Fetcher, signal?: AbortSignal): Promise<Page> =>

@@ -1,5 +1,12 @@
-import type { OperationSpec } from './operations.js';
-import { refusalText, translationText, upstreamText, type RefusalDetail, type TranslationDetail } from './messages.js';
+import {
+  refusalText,
+  translationText,
+  upstreamText,
+  type RefusalDetail,
+  type TranslationDetail,
+  type UpstreamFailure,
+  type UpstreamFailureCode,
+} from './messages.js';
 
 /**
  * Errors as named values. Each one says why a call failed (`reason`, for logs and metrics) and carries
@@ -67,47 +74,6 @@ export class TranslationError extends CallError {
 }
 
 // --- Upstream --------------------------------------------------------------------------------------
-
-/**
- * What went wrong with the upstream, at the transport or document level. The outbound side never
- * words these for the legacy client; src/messages.ts gives each code the text .NET would have shown.
- */
-export type UpstreamFailure =
-  /** `<help><exception-message>` (secrets already redacted), with its status. */
-  | { readonly code: 'error_document'; readonly status: number; readonly message: string }
-  /** A status outside 2xx without an error document. */
-  | { readonly code: 'status'; readonly status: number }
-  | { readonly code: 'too_many_redirects' }
-  /** A connect, headers or body timeout, or the call's own deadline. */
-  | { readonly code: 'timeout' }
-  | { readonly code: 'unreachable' }
-  /** A kept-alive connection closed under the request, after the retries. */
-  | { readonly code: 'connection_closed' }
-  /** The response could not be read as HTTP: its status line, a header, or its chunked body. */
-  | { readonly code: 'protocol_violation'; readonly section: 'ResponseStatusLine' | 'ResponseHeader' | 'ResponseBody' }
-  | { readonly code: 'name_not_resolved'; readonly host: string }
-  /** The upstream's certificate is not trusted (expired, self-signed, another name). */
-  | { readonly code: 'tls_untrusted' }
-  | { readonly code: 'tls_failed' }
-  | { readonly code: 'too_large' }
-  | { readonly code: 'not_xml' }
-  | { readonly code: 'wrong_root'; readonly root: string; readonly expected: string }
-  | { readonly code: 'no_items'; readonly container: string }
-  | { readonly code: 'bad_total' }
-  /** A page that does not start where it was asked to, or is short before the last page. */
-  | {
-      readonly code: 'misaligned_page';
-      readonly offset: number;
-      readonly startResult: string | undefined;
-      readonly items: number;
-      readonly pageSize: number;
-    }
-  /** The last page holds fewer items than asked for while its total says more exist: the upstream caps its pages. */
-  | { readonly code: 'short_page'; readonly offset: number; readonly items: number; readonly pageSize: number; readonly total: number }
-  /** All pages of a list together hold a different number of items than the last one reports. */
-  | { readonly code: 'count_mismatch'; readonly items: number; readonly total: number };
-
-export type UpstreamFailureCode = UpstreamFailure['code'];
 
 const UPSTREAM_REASONS: Readonly<Record<UpstreamFailureCode, FailureReason>> = {
   error_document: 'upstream_error',
@@ -201,54 +167,5 @@ export class CallRefused extends CallError {
     this.detail = detail;
     this.reason = detail.reason;
     this.retryAfterSeconds = retryAfterSeconds;
-  }
-}
-
-// --- Bindings --------------------------------------------------------------------------------------
-
-export type SoapVersion = '1.1' | '1.2';
-export type SoapFaultCode = 'Client' | 'Server' | 'VersionMismatch';
-
-/**
- * A SOAP request refused before or while reading it. `status` 400 and 415 go out with an empty body;
- * 500 with the fault envelope. `version` is the SOAP version the fault is written in; `operation` the
- * one routed to, when routing got that far.
- */
-export class SoapFault extends CallError {
-  readonly reason = 'bad_request';
-  readonly code: SoapFaultCode;
-  readonly chain: readonly string[];
-  readonly status: 400 | 415 | 500;
-  readonly version: SoapVersion;
-  readonly operation: OperationSpec | null;
-
-  constructor(
-    code: SoapFaultCode,
-    chain: readonly string[],
-    version: SoapVersion,
-    status: 400 | 415 | 500 = 500,
-    operation: OperationSpec | null = null,
-  ) {
-    super(chain.join(' ---> '));
-    this.name = 'SoapFault';
-    this.code = code;
-    this.chain = chain;
-    this.status = status;
-    this.version = version;
-    this.operation = operation;
-  }
-}
-
-/** An HTTP GET/POST request the ASMX HTTP protocol could not bind (unknown method, missing parameter, bad int, …). */
-export class HttpBindingError extends CallError {
-  readonly reason = 'bad_request';
-  readonly chain: readonly string[];
-  readonly operation: OperationSpec | null;
-
-  constructor(chain: readonly string[], operation: OperationSpec | null = null) {
-    super(chain.join(' ---> '));
-    this.name = 'HttpBindingError';
-    this.chain = chain;
-    this.operation = operation;
   }
 }

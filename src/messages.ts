@@ -1,6 +1,4 @@
 import { STATUS_CODES } from 'node:http';
-import type { UpstreamFailure } from './errors.js';
-import type { Refusal } from './migration/brownouts.js';
 import type { OperationName, UpstreamPath } from './operations.js';
 
 /**
@@ -9,7 +7,8 @@ import type { OperationName, UpstreamPath } from './operations.js';
  * owners match on it (docs/wire.md §5.4, §6, docs/upstream.md §11.8); the rest are the proxy's own
  * words for input the original never had to translate (docs/upstream.md §3, §11.4).
  *
- * Errors carry codes and data (src/errors.ts); the bindings ask this file for the words.
+ * The failures are data here (an upstream failure, a translation detail, a refusal): errors carry
+ * them (src/errors.ts), and the bindings ask this file for their words.
  */
 
 // --- ASMX: SOAP ------------------------------------------------------------------------------------
@@ -105,6 +104,47 @@ const DOTNET_STATUS_TEXT: Readonly<Record<number, string>> = {
   505: 'Http Version Not Supported',
 };
 
+/**
+ * What went wrong with the upstream, at the transport or document level. The outbound side never
+ * words these for the legacy client; upstreamText gives each code the text .NET would have shown.
+ */
+export type UpstreamFailure =
+  /** `<help><exception-message>` (secrets already redacted), with its status. */
+  | { readonly code: 'error_document'; readonly status: number; readonly message: string }
+  /** A status outside 2xx without an error document. */
+  | { readonly code: 'status'; readonly status: number }
+  | { readonly code: 'too_many_redirects' }
+  /** A connect, headers or body timeout, or the call's own deadline. */
+  | { readonly code: 'timeout' }
+  | { readonly code: 'unreachable' }
+  /** A kept-alive connection closed under the request, after the retries. */
+  | { readonly code: 'connection_closed' }
+  /** The response could not be read as HTTP: its status line, a header, or its chunked body. */
+  | { readonly code: 'protocol_violation'; readonly section: 'ResponseStatusLine' | 'ResponseHeader' | 'ResponseBody' }
+  | { readonly code: 'name_not_resolved'; readonly host: string }
+  /** The upstream's certificate is not trusted (expired, self-signed, another name). */
+  | { readonly code: 'tls_untrusted' }
+  | { readonly code: 'tls_failed' }
+  | { readonly code: 'too_large' }
+  | { readonly code: 'not_xml' }
+  | { readonly code: 'wrong_root'; readonly root: string; readonly expected: string }
+  | { readonly code: 'no_items'; readonly container: string }
+  | { readonly code: 'bad_total' }
+  /** A page that does not start where it was asked to, or is short before the last page. */
+  | {
+      readonly code: 'misaligned_page';
+      readonly offset: number;
+      readonly startResult: string | undefined;
+      readonly items: number;
+      readonly pageSize: number;
+    }
+  /** The last page holds fewer items than asked for while its total says more exist: the upstream caps its pages. */
+  | { readonly code: 'short_page'; readonly offset: number; readonly items: number; readonly pageSize: number; readonly total: number }
+  /** All pages of a list together hold a different number of items than the last one reports. */
+  | { readonly code: 'count_mismatch'; readonly items: number; readonly total: number };
+
+export type UpstreamFailureCode = UpstreamFailure['code'];
+
 export function upstreamText(failure: UpstreamFailure): string {
   switch (failure.code) {
     case 'error_document':
@@ -147,6 +187,11 @@ export function upstreamText(failure: UpstreamFailure): string {
 }
 
 // --- Brownouts and sunset: the proxy's own words for a call it refuses on purpose (docs/migration.md §5) ---
+
+/** Why a call is refused: an open brownout window (which closes at `until`), or the sunset since `since`. */
+export type Refusal =
+  | { readonly reason: 'brownout'; readonly brownout: string; readonly until: number }
+  | { readonly reason: 'sunset'; readonly since: number };
 
 /** A refusal with what its text names: the operation, its replacement, the call's own successor request, the sunset. */
 export type RefusalDetail = Refusal & {

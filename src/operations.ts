@@ -1,7 +1,3 @@
-import { itemWindow, legacyPageWindow } from './translate/paging.js';
-import { present } from './translate/mapping.js';
-import { bindTranslator, type Plan, type Target, type TargetOf, type TranslateContext } from './translate/plan.js';
-
 /**
  * The one table of the legacy service: its five web methods, their parameters in declaration order,
  * the replacement endpoint each one is answered from, and the translator that turns a call into the
@@ -10,6 +6,10 @@ import { bindTranslator, type Plan, type Target, type TargetOf, type TranslateCo
  * Routing, SOAP and HTTP parameter binding, the WSDL, the help pages, the configuration schema (paging
  * profiles) and the demo upstream all read these tables. A new operation is one row here, plus its
  * endpoint in the demo upstream when it needs a new one (docs/architecture.md).
+ *
+ * The bottom of the house: this file imports nothing. A translator asks its replacement endpoint for
+ * requests through a `Target` (below), which src/translate/plan.ts makes; what comes back is a plan
+ * the table never looks inside.
  */
 
 // --- The replacement endpoints ---------------------------------------------------------------------
@@ -81,6 +81,52 @@ export type ArgsOf<P extends readonly ParamSpec[]> = { readonly [S in P[number] 
 /** Every legacy operation takes these (legacy interface: authentication and versioning). */
 type CommonParams = readonly [ParamSpec<'apiKey', 'string'>, ParamSpec<'version', 'string'>];
 
+/** Empty values are treated as absent: HTTP clients that send every form field send `sort=`. */
+export function present(value: string | null): string | null {
+  return value === null || value.trim() === '' ? null : value;
+}
+
+// --- What a translator asks for ----------------------------------------------------------------------
+
+/** Parameters as a translator lists them: one whose value is `null` is left out of the request. */
+export type TranslatedParams = readonly (readonly [string, string | null])[];
+
+/** Items `[offset, offset + count)` of a paged endpoint's list, 0-based. */
+export interface ItemWindow {
+  readonly offset: number;
+  /** Items wanted; 0 still needs one page, for the totals. */
+  readonly count: number;
+}
+
+/** The replacement endpoint of one call, as its translator sees it; `Plan` is what its requests make. */
+export interface Target<Plan> {
+  /** One request; its page is the result. */
+  single(params: TranslatedParams): Plan;
+  /** `productTypes` → `merchandiseIds` (docs/upstream.md §11.4). */
+  merchandiseIds(productTypes: string | null): string | null;
+  /** Legacy sort → upstream sort (docs/upstream.md §11.5). */
+  sort(legacy: string | null): string | null;
+}
+
+/** A paged endpoint also answers item windows and whole lists (docs/upstream.md §3, §11.3). */
+export interface PagedTarget<Plan> extends Target<Plan> {
+  /** StoreLookupPaged's `pageIndex`/`pageSize` as an item window; the index counts from `paging.legacyPageIndexBase`. */
+  legacyPageWindow(pageIndex: number, pageSize: number): ItemWindow;
+  /** AdvancedSearch's `startResults`/`maxResults` as an item window; null when the call names neither. */
+  itemWindow(startResults: string | null, maxResults: string | null): ItemWindow | null;
+  window(window: ItemWindow, params: TranslatedParams): Plan;
+  /** Every page of the list, `paging.storeLookupPageSize` items each. */
+  allPages(params: TranslatedParams): Plan;
+}
+
+export type TargetOf<R extends UpstreamPath, Plan> = R extends PagedPath ? PagedTarget<Plan> : Target<Plan>;
+
+/**
+ * A translator as the table keeps it: its arguments bound and typed from the row's parameters (an
+ * absent string null, an absent int 0), and a target for the row's endpoint (src/translate/plan.ts).
+ */
+export type Translator = <Plan>(args: Readonly<Record<string, ArgValue>>, to: PagedTarget<Plan>) => Plan;
+
 // --- Operations ------------------------------------------------------------------------------------
 
 /**
@@ -110,8 +156,8 @@ interface OperationShape {
   readonly migrationNote: string;
   /** How the parameters of a call become those of its replacement, `apiKey` and `version` included. */
   readonly mapping: readonly ParamMapping[];
-  /** The translator with its arguments read from the call as bound: call in, plan out, no I/O. */
-  readonly plan: (args: Readonly<Record<string, ArgValue>>, context: TranslateContext) => Plan;
+  /** Call in, plan out, no I/O. */
+  readonly translate: Translator;
 }
 
 export interface OperationSpec extends OperationShape {
@@ -126,7 +172,7 @@ interface OperationRow<N extends string, P extends readonly ParamSpec[], R exten
   /** The operation's own parameters; `apiKey` and `version` are added. */
   readonly mapping: readonly ParamMapping[];
   /** Only a paged replacement offers windows and whole lists: the type checker holds translators to that. */
-  readonly translate: (args: ArgsOf<P>, to: TargetOf<R>) => Plan;
+  readonly translate: <Plan>(args: ArgsOf<P>, to: TargetOf<R, Plan>) => Plan;
 }
 
 /**
@@ -149,7 +195,9 @@ function operation<const N extends string, const P extends readonly ParamSpec[],
     replacement: row.replacement,
     migrationNote: row.migrationNote ?? '',
     mapping: [...row.mapping, ...COMMON_MAPPING],
-    plan: bindTranslator(row.params, row.replacement, row.translate),
+    // Sound by construction: src/translate/plan.ts passes exactly the parameters `P` declares, typed as
+    // declared, and a target that offers windows and lists, which only a paged `R` lets the row see.
+    translate: row.translate as unknown as Translator,
   };
 }
 
@@ -160,7 +208,7 @@ const PRODUCT_TYPES_MAPPING: ParamMapping = {
 };
 const STORE_MAPPING: readonly ParamMapping[] = [{ legacy: 'storeId', replacement: 'storeId', note: 'the same id' }, PRODUCT_TYPES_MAPPING];
 
-const storeParams = (args: { readonly storeId: string | null; readonly productTypes: string | null }, to: Target) =>
+const storeParams = <Plan>(args: { readonly storeId: string | null; readonly productTypes: string | null }, to: Target<Plan>) =>
   [
     ['storeId', present(args.storeId)],
     ['merchandiseIds', to.merchandiseIds(args.productTypes)],
@@ -180,7 +228,7 @@ export const OPERATIONS = [
         note: 'one legacy call returned the whole store: request its pages until the total is reached',
       },
     ],
-    translate: (args, to) => to.allPages(storeParams(args, to), to.paging.storeLookupPageSize),
+    translate: (args, to) => to.allPages(storeParams(args, to)),
   }),
   operation({
     name: 'StoreLookupPaged',
@@ -191,7 +239,7 @@ export const OPERATIONS = [
       { legacy: 'pageIndex', replacement: '{page}', note: 'the same page; the legacy pageIndex counts from paging.legacyPageIndexBase' },
       { legacy: 'pageSize', replacement: '{size}', note: "the same size, up to the endpoint's largest page" },
     ],
-    translate: (args, to) => to.window(legacyPageWindow(args.pageIndex, args.pageSize, to.paging), storeParams(args, to)),
+    translate: (args, to) => to.window(to.legacyPageWindow(args.pageIndex, args.pageSize), storeParams(args, to)),
   }),
   operation({
     name: 'ProductLookup',
@@ -240,7 +288,7 @@ export const OPERATIONS = [
         ['sort', to.sort(args.sort)],
       ] as const;
       // Neither startResults nor maxResults: the upstream's own first page, as the caller asked for no window.
-      const window = itemWindow(args.startResults, args.maxResults, to.paging);
+      const window = to.itemWindow(args.startResults, args.maxResults);
       return window === null ? to.single(params) : to.window(window, params);
     },
   }),

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { UPSTREAM_ENDPOINTS } from '../src/operations.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';

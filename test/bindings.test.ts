@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { OPERATIONS, findOperation, type OperationName } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute, childElements, type XmlElement } from '../src/xml/tree.js';

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig, type Json } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Json } from '../src/config/validate.js';
 import { refusalText } from '../src/messages.js';
-import { refusalOf, scheduleOf, windowEnd, type Schedule } from '../src/migration/brownouts.js';
+import { refusalOf, scheduleOf, windowEnd, type Schedule } from '../src/brownouts/schedule.js';
 import { parseXml } from '../src/xml/parse.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';

@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, validateConfig, type Json } from '../src/config.js';
-import { createClientDirectory } from '../src/deprecation/clients.js';
-import { clientFingerprint as fingerprintOf } from '../src/deprecation/hits.js';
+import { loadConfig } from '../src/config/load.js';
+import { validateConfig, type Json } from '../src/config/validate.js';
+import { createClientDirectory } from '../src/clients/directory.js';
+import { clientFingerprint as fingerprintOf } from '../src/clients/fingerprint.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 
 /**
@@ -151,11 +152,14 @@ describe('the clients table in the configuration', () => {
   });
 });
 
-describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dist/ first)', () => {
+describe('npm run fingerprint (node dist/src/bin/fingerprint.js; npm test builds dist/ first)', () => {
   const run = (env: NodeJS.ProcessEnv): Promise<string> =>
     new Promise((resolve, reject) => {
-      const child = execFile(process.execPath, ['dist/src/fingerprint.js'], { env: { ...process.env, ...env } }, (err, stdout, stderr) =>
-        err ? reject(new Error(stderr)) : resolve(stdout),
+      const child = execFile(
+        process.execPath,
+        ['dist/src/bin/fingerprint.js'],
+        { env: { ...process.env, ...env } },
+        (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(stdout)),
       );
       child.stdin!.end('key-one\n\n  key-two  \n');
     });
@@ -183,7 +187,7 @@ describe('npm run fingerprint (node dist/src/fingerprint.js; npm test builds dis
     await expect(run({ CLIENT_ID_KEY: '' })).rejects.toThrow('Invalid configuration: CLIENT_ID_KEY is set but empty');
     const { CLIENT_ID_KEY: _unset, ...without } = process.env;
     const refused = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['dist/src/fingerprint.js'], { env: without }, (err, stdout, stderr) =>
+      const child = execFile(process.execPath, ['dist/src/bin/fingerprint.js'], { env: without }, (err, stdout, stderr) =>
         resolve({ code: err ? (err.code as number) : 0, stdout, stderr }),
       );
       child.stdin!.end('key-one\n');

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, validateConfig, type Json } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
+import { validateConfig, type Json } from '../src/config/validate.js';
 
 /** Start-up refuses a bad configuration with a message that names the key and what is wrong. */
 

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { startProxy } from './support/proxy.js';
 

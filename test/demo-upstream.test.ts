@@ -1,5 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { loadConfig, type Config } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Config } from '../src/config/schema.js';
 import { catalogOptions, generateCatalog, storeDesignCounts, type Design, type Product } from '../src/demo/catalog.js';
 import { MAX_BODY_BYTES, startDemoUpstream, type DemoUpstream } from '../src/demo/upstream.js';
 import { parseXml } from '../src/xml/parse.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { validateConfig } from '../src/config.js';
+import { validateConfig } from '../src/config/validate.js';
 import { deprecationSignals } from '../src/deprecation/headers.js';
-import { clientFingerprint } from '../src/deprecation/hits.js';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';

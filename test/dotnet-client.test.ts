@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../src/demo/catalog.js';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { parseXml } from '../src/xml/parse.js';
 import { STORE_PAGE_SIZE, demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
 import { ampersandProduct, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { heapGrowthGiven } from '../src/heap.js';
+import { heapGrowthGiven } from '../src/start/heap.js';
 
 /** The built module (`npm test` compiles it first), in a process of its own: a V8 flag set here would change the test runner's heap. */
 const HEAP = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'src', 'heap.js')).href;

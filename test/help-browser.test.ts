@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { ElementHandle, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { OPERATIONS } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';

@@ -1,9 +1,10 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { clientFingerprint, type DeprecationHit } from '../src/deprecation/hits.js';
-import type { LedgerJson } from '../src/migration/ledger.js';
-import type { Running } from '../src/main.js';
+import { loadConfig } from '../src/config/load.js';
+import type { DeprecationHit } from '../src/deprecation/hits.js';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
+import type { LedgerJson } from '../src/deprecation/ledger.js';
+import type { Running } from '../src/start/main.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { recordingUpstream } from './support/pages.js';
 import { startProxy } from './support/proxy.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { findOperation, type LegacyCall } from '../src/operations.js';
 import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort } from '../src/translate/mapping.js';
-import { createPlanner } from '../src/translate/plan.js';
+import { planOf, translateContext } from '../src/translate/plan.js';
 import { testConfig } from './support/config.js';
 import { UNKNOWN_PRODUCT_TYPE_HOVERCRAFT } from './support/wire.js';
 
@@ -97,7 +97,7 @@ describe('apiKey → appKey (docs/upstream.md §11.6)', () => {
 });
 
 describe('the planned upstream requests', () => {
-  const planner = createPlanner(config);
+  const planner = { plan: (legacyCall: LegacyCall) => planOf(legacyCall, translateContext(config)) };
   const call = (name: string, args: LegacyCall['args']): LegacyCall => ({ operation: findOperation(name)!, args });
 
   it('Search: query, appKey and v', () => {
@@ -202,7 +202,7 @@ describe('the planned upstream requests', () => {
   });
 
   it('the upstream version is configuration; the legacy version is never sent', () => {
-    const plan = createPlanner(testConfig({ upstream: { version: '4' } })).plan(call('Search', { query: 'x', version: '2.0' }));
+    const plan = planOf(call('Search', { query: 'x', version: '2.0' }), translateContext(testConfig({ upstream: { version: '4' } })));
     expect(plan).toMatchObject({
       request: {
         params: [

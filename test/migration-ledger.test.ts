@@ -10,7 +10,7 @@ import {
   mergeLedgers,
   type LedgerHit,
   type LedgerJson,
-} from '../src/migration/ledger.js';
+} from '../src/deprecation/ledger.js';
 
 /** The ledger is pure: hits in, entries out, and two instances' ledgers merge into the ledger of all their hits. */
 

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LedgerJson } from '../src/migration/ledger.js';
-import type { MigrationReport } from '../src/migration/report.js';
-import { runReport } from '../src/migration/run-report.js';
+import type { LedgerJson } from '../src/deprecation/ledger.js';
+import type { MigrationReport } from '../src/report/report.js';
+import { runReport } from '../src/report/run-report.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
 import { OPERATOR_LINE, hitLine } from './support/hit-log.js';
 import { startRecordedApp } from './support/recorded-app.js';
@@ -440,7 +440,7 @@ describe('the migration report', () => {
   });
 
   it('runs as the compiled command, reading stdin', () => {
-    const run = spawnSync(process.execPath, ['dist/src/migration/report-cli.js', '--format', 'json'], { input: LOG, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, ['dist/src/bin/report.js', '--format', 'json'], { input: LOG, encoding: 'utf8' });
     expect(run.status).toBe(0);
     expect((JSON.parse(run.stdout) as MigrationReport).input.hits).toBe(HITS);
   });

@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Json } from '../src/config.js';
+import type { Json } from '../src/config/validate.js';
 import { UpstreamError } from '../src/errors.js';
 import { CONNECTION_CLOSED, TIMED_OUT, UNABLE_TO_CONNECT } from '../src/messages.js';
 import { createUpstream, readResponse as readBody, type Upstream, type UpstreamOutcome } from '../src/outbound/upstream.js';

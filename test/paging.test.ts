@@ -6,7 +6,7 @@ import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { planPages } from '../src/translate/paging.js';
-import { bindTranslator, type UpstreamRequest } from '../src/translate/plan.js';
+import { targetOf, type UpstreamRequest } from '../src/translate/plan.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
@@ -225,8 +225,7 @@ describe('windows a translator asks for', () => {
     [{ offset: 0, count: -1 }, 'The requested window of -1 items from item 0 is not a range of items.'],
     [{ offset: 1.5, count: 2 }, 'The requested window of 2 items from item 1.5 is not a range of items.'],
   ])('%j is refused, not answered with an empty result', (window, message) => {
-    const plan = bindTranslator([], '/product.search.cp', (_args, to) => to.window(window, []));
-    expect(() => plan({}, context)).toThrow(message);
+    expect(() => targetOf('/product.search.cp', null, context).window(window, [])).toThrow(message);
   });
 });
 

@@ -3,12 +3,13 @@ import { createHash, createHmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, type Json } from '../src/config.js';
-import { clientFingerprint } from '../src/deprecation/hits.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Json } from '../src/config/validate.js';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from '../src/call.js';
 import { treeOf } from '../src/xml/compact.js';
-import { errorPage } from '../src/inbound/answer.js';
+import { errorPage } from '../src/inbound/reply.js';
 import type { Binding } from '../src/inbound/binding.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
@@ -593,7 +594,7 @@ describe('client fingerprints', () => {
       [
         '--input-type=module',
         '-e',
-        `import { clientFingerprint } from './dist/src/deprecation/hits.js'; process.stdout.write(clientFingerprint('${apiKey}', null));`,
+        `import { clientFingerprint } from './dist/src/clients/fingerprint.js'; process.stdout.write(clientFingerprint('${apiKey}', null));`,
       ],
       {
         encoding: 'utf8',

@@ -7,12 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 
 /**
- * The production command of the README, `node dist/src/cli.js` on a tree pruned of dev dependencies,
+ * The production command of the README, `node dist/src/bin/start.js` on a tree pruned of dev dependencies,
  * as the Dockerfile and the systemd unit in deploy/ run it. (`npm test` builds dist/ first.)
  */
 
 const ROOT = join(import.meta.dirname, '..');
-const COMMAND = 'node dist/src/cli.js';
+const COMMAND = 'node dist/src/bin/start.js';
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -52,7 +52,7 @@ describe('the production command', () => {
   const canUnshare = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']).status === 0;
 
   it.skipIf(!canUnshare)('runs as PID 1, where SIGTERM still reaches it and it stops cleanly', async () => {
-    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, 'dist/src/cli.js'], {
+    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', process.execPath, 'dist/src/bin/start.js'], {
       cwd: ROOT,
       // Production needs an upstream and a fingerprint key; nothing is called here.
       env: {

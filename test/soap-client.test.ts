@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as soap from 'soap';
 import type { Catalog, Design, Product } from '../src/demo/catalog.js';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, type XmlElement } from '../src/xml/tree.js';
 import { STORE_PAGE_SIZE, demoCatalog, startProxyPair } from './support/clients.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SoapFault } from '../src/errors.js';
+import { SoapFault } from '../src/inbound/faults.js';
 import { readSoapRequest, type SoapRequest } from '../src/inbound/soap/read.js';
 import { faultEnvelope, successEnvelope } from '../src/inbound/soap/write.js';
 import { findOperation } from '../src/operations.js';

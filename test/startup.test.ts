@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { clientFingerprint } from '../src/deprecation/hits.js';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
 
 /**
  * The built entry point as `npm start` runs it (`npm test` compiles it first): the first log line,
@@ -392,7 +392,7 @@ describe('npm start', () => {
 
   it("keeps keys out of the operators' lines that quote text the proxy did not write (fastify's warnings, error messages)", () => {
     const script = [
-      "import { createOperatorLogger } from './dist/src/main.js';",
+      "import { createOperatorLogger } from './dist/src/start/main.js';",
       'const log = createOperatorLogger("info");',
       'log.warn(\'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=%2bsecret-one" (GET) route?\');',
       'log.error({ err: new Error("GET /product.search.cp?v=3&APPKEY=secret-two failed") }, "failed");',

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Json } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
+import type { Json } from '../src/config/validate.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { SEARCH_PAGES, pageDocument } from './support/pages.js';
 import { dotnetUrlEncode } from './support/spellings.js';

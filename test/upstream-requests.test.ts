@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/load.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute } from '../src/xml/tree.js';

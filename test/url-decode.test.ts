@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { percentDecode, queryCollection, urlDecode } from '../src/inbound/aspnet/url-decode.js';
+import { percentDecode, queryCollection, urlDecode } from '../src/aspnet/url-decode.js';
 
 /** HttpUtility.UrlDecode and ASP.NET's HttpValueCollection, as every binding reads them. */
 

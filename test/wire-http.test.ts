@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json } from '../src/config.js';
+import type { Json } from '../src/config/validate.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { testConfig, testService } from './support/config.js';
 import { startProxy } from './support/proxy.js';
 import { rawRequest, type RawRequest, type RawResponse } from './support/raw-http.js';

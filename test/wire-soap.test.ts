@@ -1,6 +1,6 @@
 import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Running } from '../src/main.js';
+import type { Running } from '../src/start/main.js';
 import { startProxy, startUnreachableProxy } from './support/proxy.js';
 import { rawRequest, type RawResponse } from './support/raw-http.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';

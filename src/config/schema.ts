@@ -80,6 +80,9 @@ const instant = (options: { default?: string } = {}) => Type.String({ minLength:
 /** Annotated, not inferred: the operations' own types are made from `Config`. */
 const OPERATION_NAMES: string[] = OPERATIONS.map((op) => op.name);
 
+/** How far apart the windows of a repeated brownout start. */
+export const REPEAT_PERIOD_MS = { daily: 86_400_000, weekly: 7 * 86_400_000 } as const;
+
 /**
  * A scheduled brownout (docs/migration.md §5): from `start`, for `durationMinutes`, once or again every
  * day or week until `until`, the calls of the listed operations from the listed clients (none listed:
@@ -267,3 +270,6 @@ type DeepReadonly<T> = { readonly [K in keyof T]: DeepReadonly<T[K]> };
 export type Settings = Static<typeof ConfigSchema>;
 export type Config = DeepReadonly<Settings>;
 export type PagingProfile = Config['paging']['profiles'][PagedPath];
+export type LegacyRoute = Config['legacy']['routes'][number];
+/** The path that answered a call, as its hit records it: the translation, or a route's mode (docs/migration.md §6). */
+export type RouteName = 'translated' | LegacyRoute['mode'];

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject } from 'ajv';
-import { REPEAT_PERIOD_MS } from '../migration/brownouts.js';
-import { ConfigError, FORMATS, refusal } from './messages.js';
+import { REPEAT_PERIOD_MS } from './schema.js';
+import { ConfigError, FORMATS, refusal } from './problems.js';
 import { ConfigSchema, type Config, type Settings } from './schema.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

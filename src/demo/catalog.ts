@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/schema.js';
 
 /**
  * The sample catalog behind the embedded demo upstream: stores, designs and products generated from

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Config, PagingProfile } from '../config.js';
+import type { Config, PagingProfile } from '../config/schema.js';
 import type { UpstreamPath } from '../operations.js';
 import { escapeAttribute, escapeText } from '../xml/write.js';
 import { catalogOptions, generateCatalog, type Catalog, type Design, type Product } from './catalog.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/schema.js';
 
 /**
  * Deprecation (RFC 9745), Sunset (RFC 8594) and Link headers, sent on every answer from the legacy

@@ -1,10 +1,9 @@
-import { createHmac, randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
-import type { BindingName } from '../inbound/bindings.js';
-import { ANONYMOUS, Ledger } from '../migration/ledger.js';
-import type { RouteName } from '../migration/routing.js';
+import type { BindingName } from '../inbound/binding.js';
+import { Ledger } from './ledger.js';
+import type { RouteName } from '../config/schema.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
 
@@ -50,22 +49,6 @@ export interface DeprecationHit {
 
 /** Bump when a field of DeprecationHit changes meaning or goes away; dashboards key on it. */
 export const HIT_SCHEMA_VERSION = 2;
-
-/**
- * The fingerprint key of a process whose configuration names none (allowed outside production only):
- * random, so that no fingerprint is ever an unkeyed hash, which a search over likely apiKeys reverses
- * (a 6-digit key in under a second). Its fingerprints hold only for the life of the process.
- */
-const PROCESS_KEY = randomBytes(32).toString('hex');
-
-/** Names a caller without its key: an HMAC with `key` (deprecation.clientIdKey), else the process's own. */
-export function clientFingerprint(apiKey: string | null, key: string | null = null): string {
-  if (apiKey === null || apiKey === '') return ANONYMOUS;
-  return `hmac:${createHmac('sha256', key ?? PROCESS_KEY)
-    .update(apiKey)
-    .digest('hex')
-    .slice(0, 12)}`;
-}
 
 /**
  * Caller-supplied text in a log line is cut here: a 1 MB `version=` must not make a 1 MB line, nor an

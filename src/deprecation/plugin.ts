@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.js';
+import type { Config } from '../config/schema.js';
 import { requestUrl, servicePathOf } from '../server/http.js';
 import { deprecationSignals } from './headers.js';
 import { createHitRecorder, type HitRecorder } from './hits.js';

@@ -1,7 +1,6 @@
 import type { OperationSpec, LegacyCall } from '../operations.js';
 import type { Page } from '../xml/compact.js';
-import type { Answer } from './answer.js';
-import type { BindingName } from './bindings.js';
+import type { Answer } from './reply.js';
 
 /**
  * A binding: one of the ways a legacy call arrives (SOAP, HTTP GET, HTTP POST) and is answered. The
@@ -10,6 +9,10 @@ import type { BindingName } from './bindings.js';
  * the error with the same binding. `W` is what the binding learns while reading that it needs to
  * write (for SOAP, the version).
  */
+
+/** As the deprecation hit and the metrics name a binding; a binding's `read` says which. */
+export const BINDING_NAMES = ['soap11', 'soap12', 'httpGet', 'httpPost'] as const;
+export type BindingName = (typeof BINDING_NAMES)[number];
 
 /**
  * ASMX's handler factory asks every protocol in turn (docs/wire.md §1): it takes the request, would

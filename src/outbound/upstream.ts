@@ -1,6 +1,7 @@
 import { Agent, interceptors, type Dispatcher } from 'undici';
-import type { Config } from '../config.js';
-import { CallError, UpstreamError, type FailureReason, type UpstreamFailure } from '../errors.js';
+import type { Config } from '../config/schema.js';
+import { CallError, UpstreamError, type FailureReason } from '../errors.js';
+import type { UpstreamFailure } from '../messages.js';
 import { redact } from '../redaction/redact.js';
 import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
 import { compactDocument, decodeBody, type Page } from '../xml/compact.js';

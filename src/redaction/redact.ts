@@ -1,4 +1,4 @@
-import { urlDecode } from '../inbound/aspnet/url-decode.js';
+import { urlDecode } from '../aspnet/url-decode.js';
 
 /**
  * Keys out of every text the proxy logs or shows (a log line, a fault text, a diff), found by decoding

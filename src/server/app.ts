@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../config/schema.js';
 import { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import { deprecationPlugin } from '../deprecation/plugin.js';
 import type { HitRecorder } from '../deprecation/hits.js';
-import { errorPage, type Answer } from '../inbound/answer.js';
+import { errorPage, type Answer } from '../inbound/reply.js';
 import { callBindings } from '../inbound/bindings.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';

@@ -1,23 +1,24 @@
 import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.js';
-import { createClientDirectory, type Caller } from '../deprecation/clients.js';
+import type { Config } from '../config/schema.js';
+import { createClientDirectory, type Caller } from '../clients/directory.js';
 import { CallRefused, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
-import { errorPage, type Answer } from '../inbound/answer.js';
+import { errorPage, type Answer } from '../inbound/reply.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { INTERNAL_ERROR, SERVER_TOO_BUSY } from '../messages.js';
 import { credentialsOf, type LegacyCall } from '../operations.js';
 import { createCallAnswerer } from '../call.js';
-import { registerBrownoutGauge } from '../migration/brownout-metrics.js';
-import { scheduleOf } from '../migration/brownouts.js';
-import { createRefuser, refusalAnswer, successorIfTranslated } from '../migration/refusals.js';
+import { registerBrownoutGauge } from '../brownouts/gauge.js';
+import { scheduleOf } from '../brownouts/schedule.js';
+import { createRefuser, refusalAnswer, successorIfTranslated } from '../brownouts/refusal.js';
 import type { Fetcher, Upstream } from '../outbound/upstream.js';
 import { successorOf, type UpstreamRequest } from '../translate/plan.js';
-import { routeName, routeOf, type LegacyRoute, type RouteName } from '../migration/routing.js';
+import { routeName, routeOf } from '../origin/routes.js';
+import type { LegacyRoute, RouteName } from '../config/schema.js';
 import { redactCallerText } from '../redaction/caller-text.js';
 import { send } from './http.js';
-import { createLegacyRouting, isLegacyAnswer, type Answered } from './legacy-routes.js';
+import { createLegacyRouting, isLegacyAnswer, type Answered } from '../origin/relay.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

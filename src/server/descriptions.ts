@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Config } from '../config.js';
-import { errorPage } from '../inbound/answer.js';
+import type { Config } from '../config/schema.js';
+import { errorPage } from '../inbound/reply.js';
 import { describeService } from '../inbound/description/describe.js';
 import { INVALID_HOSTNAME } from '../messages.js';
 import { send } from './http.js';

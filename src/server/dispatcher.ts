@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { NOT_FOUND, errorPage } from '../inbound/answer.js';
-import { percentDecode } from '../inbound/aspnet/url-decode.js';
+import { NOT_FOUND, errorPage } from '../inbound/reply.js';
+import { percentDecode } from '../aspnet/url-decode.js';
 import type { Binding } from '../inbound/binding.js';
 import { descriptionAccepts } from '../inbound/description/describe.js';
 import { REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';

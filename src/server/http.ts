@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { Answer } from '../inbound/answer.js';
+import type { Answer } from '../inbound/reply.js';
 
 /** What the fastify plugins of the HTTP front share: sending an answer, reading the request target. */
 

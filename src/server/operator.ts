@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
-import { ledgerPage } from '../migration/ledger.js';
+import { ledgerPage } from '../deprecation/ledger.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
 

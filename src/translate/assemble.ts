@@ -1,8 +1,8 @@
 import { UpstreamError } from '../errors.js';
 import { attributesOf, itemsOf, rootSpan, treeOf, unescapeAttribute, type CompactDocument, type Page } from '../xml/compact.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
-import type { AnswerShape } from '../operations.js';
-import { sliceStart, type ItemWindow, type PageRun } from './paging.js';
+import type { AnswerShape, ItemWindow } from '../operations.js';
+import { sliceStart, type PageRun } from './paging.js';
 
 /**
  * Responses in, result out: several `searchResultSet` pages become one, under the first page's root,

@@ -1,15 +1,11 @@
 import { TranslationError } from '../errors.js';
-import type { Config } from '../config.js';
+import { present } from '../operations.js';
+import type { Config } from '../config/schema.js';
 
 /**
  * The parameter mappings of docs/upstream.md §11: productTypes → merchandiseIds, legacy sort → sort,
  * apiKey → appKey. Pure functions of the value and the configuration.
  */
-
-/** Empty values are treated as absent: HTTP clients that send every form field send `sort=`. */
-export function present(value: string | null): string | null {
-  return value === null || value.trim() === '' ? null : value;
-}
 
 const NUMERIC_LIST = /^[-+]?\d+(?:\s+[-+]?\d+)*$/;
 

@@ -1,6 +1,6 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/schema.js';
 import { TranslationError } from '../errors.js';
-import { present } from './mapping.js';
+import { present, type ItemWindow } from '../operations.js';
 
 /**
  * Paging arithmetic: which upstream pages answer an item window `[offset, offset + count)`.
@@ -9,13 +9,6 @@ import { present } from './mapping.js';
  * picks the size up to the profile maximum that covers the window with the fewest pages (one
  * request whenever some size can), and among those the one that fetches the fewest items.
  */
-
-export interface ItemWindow {
-  /** 0-based item offset. */
-  readonly offset: number;
-  /** Items wanted; 0 still needs one page, for the totals. */
-  readonly count: number;
-}
 
 export interface PageRun {
   readonly pageSize: number;

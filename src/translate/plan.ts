@@ -1,9 +1,9 @@
-import type { Config, PagingProfile } from '../config.js';
+import type { Config, PagingProfile } from '../config/schema.js';
 import { TranslationError } from '../errors.js';
-import type { ArgValue, ArgsOf, LegacyCall, PagedPath, ParamSpec, UpstreamPath } from '../operations.js';
+import type { ArgValue, ItemWindow, LegacyCall, PagedPath, PagedTarget, TranslatedParams, UpstreamPath } from '../operations.js';
 import type { ItemsShape } from './assemble.js';
 import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort, type CaptionIndex } from './mapping.js';
-import { planPages, type ItemWindow, type PageRun } from './paging.js';
+import { itemWindow, legacyPageWindow, planPages, type PageRun } from './paging.js';
 
 /**
  * Call in, plan out: which upstream request(s) answer a legacy call (docs/upstream.md §2, §3). Each
@@ -12,8 +12,6 @@ import { planPages, type ItemWindow, type PageRun } from './paging.js';
  */
 
 export type QueryParams = readonly (readonly [string, string])[];
-/** Parameters as a translator lists them: one whose value is `null` is left out of the request. */
-export type TranslatedParams = readonly (readonly [string, string | null])[];
 
 export interface UpstreamRequest {
   readonly path: UpstreamPath;
@@ -74,63 +72,24 @@ export interface TranslateContext {
   readonly captions: CaptionIndex;
 }
 
-/** The replacement endpoint of one call, as its translator sees it. */
-export interface Target {
-  readonly paging: Config['paging'];
-  /** One request; its page is the result. */
-  single(params: TranslatedParams): Plan;
-  /** `productTypes` → `merchandiseIds` (docs/upstream.md §11.4). */
-  merchandiseIds(productTypes: string | null): string | null;
-  /** Legacy sort → upstream sort (docs/upstream.md §11.5). */
-  sort(legacy: string | null): string | null;
+/** The plan of a call: its operation's translator with the arguments read as its parameters declare. */
+export function planOf(call: LegacyCall, context: TranslateContext): Plan {
+  const args: Record<string, ArgValue> = {};
+  for (const { name, type } of call.operation.params) {
+    const value = call.args[name];
+    args[name] = type === 'int' ? (typeof value === 'number' ? value : 0) : typeof value === 'string' ? value : null;
+  }
+  const apiKey = typeof args.apiKey === 'string' ? args.apiKey : null;
+  return call.operation.translate(args, targetOf(call.operation.replacement, apiKey, context));
 }
 
-/** A paged endpoint also answers item windows and whole lists. */
-export interface PagedTarget extends Target {
-  window(window: ItemWindow, params: TranslatedParams): Plan;
-  allPages(params: TranslatedParams, pageSize: number): Plan;
+/** The context of `planOf`, prepared once from the configuration. */
+export function translateContext(config: Pick<Config, 'upstream' | 'paging' | 'mapping'>): TranslateContext {
+  return { upstream: config.upstream, paging: config.paging, mapping: config.mapping, captions: captionIndex(config.mapping.merchandise) };
 }
 
-export type TargetOf<R extends UpstreamPath> = R extends PagedPath ? PagedTarget : Target;
-
-export interface Planner {
-  plan(call: LegacyCall): Plan;
-}
-
-export function createPlanner(config: Config): Planner {
-  const context: TranslateContext = {
-    upstream: config.upstream,
-    paging: config.paging,
-    mapping: config.mapping,
-    captions: captionIndex(config.mapping.merchandise),
-  };
-  return { plan: (call) => call.operation.plan(call.args, context) };
-}
-
-/**
- * An operation's translator as the table stores it: the bound arguments read into the typed shape
- * its parameters declare (an absent string is null, an absent int 0), and the target built for its
- * replacement endpoint.
- */
-export function bindTranslator<P extends readonly ParamSpec[], R extends UpstreamPath>(
-  params: P,
-  replacement: R,
-  translate: (args: ArgsOf<P>, to: TargetOf<R>) => Plan,
-): (args: Readonly<Record<string, ArgValue>>, context: TranslateContext) => Plan {
-  return (bound, context) => {
-    const args: Record<string, string | number | null> = {};
-    for (const { name, type } of params) {
-      const value = bound[name];
-      args[name] = type === 'int' ? (typeof value === 'number' ? value : 0) : typeof value === 'string' ? value : null;
-    }
-    const apiKey = typeof args.apiKey === 'string' ? args.apiKey : null;
-    // Sound by construction: `args` holds exactly the parameters `P` declares, typed as declared, and
-    // `target` offers windows and lists, which only a paged `R` lets the translator see.
-    return translate(args as ArgsOf<P>, target(replacement, apiKey, context) as TargetOf<R>);
-  };
-}
-
-function target(path: UpstreamPath, apiKey: string | null, context: TranslateContext): PagedTarget {
+/** The replacement endpoint `path` as a translator sees it; windows and lists are asked only of a paged one (the table's types see to it). */
+export function targetOf(path: UpstreamPath, apiKey: string | null, context: TranslateContext): PagedTarget<Plan> {
   const universal: [string, string][] = [['v', context.upstream.version]];
   const appKey = upstreamAppKey(apiKey, context.upstream);
   if (appKey !== null) universal.push(['appKey', appKey]);
@@ -142,12 +101,14 @@ function target(path: UpstreamPath, apiKey: string | null, context: TranslateCon
   const { maxPagesPerCall } = context.upstream;
   const shape = context.upstream.answers[path];
   return {
-    paging: context.paging,
     single: (params) => ({ kind: 'single', request: request(params) }),
     merchandiseIds: (productTypes) => merchandiseIds(productTypes, context.captions),
     sort: (legacy) => upstreamSort(legacy, context.mapping.sort),
+    legacyPageWindow: (pageIndex, pageSize) => legacyPageWindow(pageIndex, pageSize, context.paging),
+    itemWindow: (startResults, maxResults) => itemWindow(startResults, maxResults, context.paging),
     window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall, shape),
-    allPages: (params, pageSize) => {
+    allPages: (params) => {
+      const pageSize = context.paging.storeLookupPageSize;
       const base = request(params);
       return {
         kind: 'allPages',

@@ -1,5 +1,5 @@
 import type { Catalog } from '../../src/demo/catalog.js';
-import type { Running } from '../../src/main.js';
+import type { Running } from '../../src/start/main.js';
 import { startProxy, startUnreachableProxy } from './proxy.js';
 
 /**

@@ -1,4 +1,6 @@
-import { loadConfig, type Config, type Json } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { Json } from '../../src/config/validate.js';
+import type { Config } from '../../src/config/schema.js';
 
 /** A deprecation.clientIdKey for tests that configure one (32 characters, the least accepted). */
 export const TEST_CLIENT_ID_KEY = 'test-client-id-key-0123456789abc';

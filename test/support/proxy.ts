@@ -1,6 +1,7 @@
 import { pino } from 'pino';
-import { loadConfig, type Json } from '../../src/config.js';
-import { start, type Running } from '../../src/main.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { Json } from '../../src/config/validate.js';
+import { start, type Running } from '../../src/start/main.js';
 
 /**
  * The whole product as `npm start` runs it (the embedded demo upstream included, since no upstream

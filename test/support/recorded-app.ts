@@ -1,5 +1,6 @@
 import { pino } from 'pino';
-import { loadConfig, type Json } from '../../src/config.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { Json } from '../../src/config/validate.js';
 import { buildApp, type AppDependencies } from '../../src/server/app.js';
 import { recordingUpstream } from './pages.js';
 import type { StubUpstream } from './stub-upstream.js';

@@ -1,8 +1,8 @@
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/schema.js';
 import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND } from '../../messages.js';
 import { findOperation } from '../../operations.js';
-import { htmlAnswer, textError, xmlAnswer, type Answer } from '../answer.js';
-import { queryCollection } from '../aspnet/url-decode.js';
+import { htmlAnswer, textError, xmlAnswer, type Answer } from '../reply.js';
+import { queryCollection } from '../../aspnet/url-decode.js';
 import type { Acceptance } from '../binding.js';
 import { renderDisco } from './disco.js';
 import { renderMethodNotFound, renderOperationHelp, renderServiceHelp } from './help.js';

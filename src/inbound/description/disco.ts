@@ -1,4 +1,4 @@
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/schema.js';
 import { element } from '../../xml/tree.js';
 import { writeXmlDocument } from '../../xml/write.js';
 import { soapBindingNames } from './wsdl.js';

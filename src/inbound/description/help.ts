@@ -1,8 +1,8 @@
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/schema.js';
 import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../../operations.js';
 import { element, type XmlElement } from '../../xml/tree.js';
 import { escapeText, writeXmlDocument } from '../../xml/write.js';
-import { htmlEncode } from '../aspnet/error-page.js';
+import { htmlEncode } from '../../aspnet/error-page.js';
 import { shownMapping, type PagingProfiles } from './replacement.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/schema.js';
 import { parameterMapping, type OperationSpec, type ParamMapping } from '../../operations.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/schema.js';
 import { OPERATIONS, deprecationText, soapAction, type OperationSpec } from '../../operations.js';
 import { element, type XmlElement } from '../../xml/tree.js';
 import { writeXmlDocument } from '../../xml/write.js';

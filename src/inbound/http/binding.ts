@@ -1,6 +1,6 @@
-import type { Config } from '../../config.js';
-import { HttpBindingError } from '../../errors.js';
-import { percentDecode, queryCollection } from '../aspnet/url-decode.js';
+import type { Config } from '../../config/schema.js';
+import { HttpBindingError } from '../faults.js';
+import { percentDecode, queryCollection } from '../../aspnet/url-decode.js';
 import type { Binding } from '../binding.js';
 import { bindHttpParameters, findHttpOperation, readForm } from './read.js';
 import { documentAnswer, errorTextAnswer } from './write.js';

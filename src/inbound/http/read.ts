@@ -1,9 +1,9 @@
-import { HttpBindingError } from '../../errors.js';
+import { HttpBindingError } from '../faults.js';
 import { cannotConvertInt32, methodNameCase, methodNameInvalid, missingParameter, requestFormatInvalid } from '../../messages.js';
 import { findOperation, findOperationIgnoringCase, type ArgValue, type LegacyCall, type OperationSpec } from '../../operations.js';
-import { parseInt32 } from '../aspnet/int32.js';
-import { parseMediaType } from '../aspnet/media-type.js';
-import { queryCollection } from '../aspnet/url-decode.js';
+import { parseInt32 } from '../../aspnet/int32.js';
+import { parseMediaType } from '../../aspnet/media-type.js';
+import { queryCollection } from '../../aspnet/url-decode.js';
 
 /**
  * Reading the ASMX HTTP GET and HTTP POST protocols (docs/wire.md §6): the operation named by the

@@ -1,7 +1,7 @@
-import { HttpBindingError } from '../../errors.js';
+import { HttpBindingError } from '../faults.js';
 import { indentedDocument, type Page } from '../../xml/compact.js';
 import { writeXmlDocument } from '../../xml/write.js';
-import { textError, xmlAnswer, type Answer } from '../answer.js';
+import { textError, xmlAnswer, type Answer } from '../reply.js';
 import { exceptionMessage } from '../failure.js';
 
 /** HTTP GET and POST answers as ASMX writes them (docs/wire.md §6.3, §6.4). */

@@ -1,9 +1,10 @@
-import { SoapFault, TranslationError, type SoapVersion } from '../../errors.js';
+import { TranslationError } from '../../errors.js';
+import { SoapFault, type SoapVersion } from '../faults.js';
 import { UNABLE_TO_PROCESS } from '../../messages.js';
-import type { Config } from '../../config.js';
-import { CACHE_ERROR, CACHE_SUCCESS, type Answer } from '../answer.js';
+import type { Config } from '../../config/schema.js';
+import { CACHE_ERROR, CACHE_SUCCESS, type Answer } from '../reply.js';
 import type { Binding } from '../binding.js';
-import type { BindingName } from '../bindings.js';
+import type { BindingName } from '../binding.js';
 import { exceptionMessage } from '../failure.js';
 import { readSoapRequest } from './read.js';
 import { faultEnvelope, soapContentType, successEnvelope } from './write.js';

@@ -1,4 +1,4 @@
-import { SoapFault, type SoapFaultCode, type SoapVersion } from '../../errors.js';
+import { SoapFault, type SoapFaultCode, type SoapVersion } from '../faults.js';
 import {
   LENGTH_BELOW_ZERO,
   MISSING_BODY,
@@ -14,9 +14,9 @@ import {
 import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationSpec } from '../../operations.js';
 import { parseXml, XmlSyntaxError } from '../../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../../xml/tree.js';
-import { parseInt32 } from '../aspnet/int32.js';
-import { mediaParameter, parseMediaType, type MediaType } from '../aspnet/media-type.js';
-import { urlDecode } from '../aspnet/url-decode.js';
+import { parseInt32 } from '../../aspnet/int32.js';
+import { mediaParameter, parseMediaType, type MediaType } from '../../aspnet/media-type.js';
+import { urlDecode } from '../../aspnet/url-decode.js';
 import { SOAP11_NS, SOAP12_NS } from './write.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { SoapFaultCode, SoapVersion } from '../../errors.js';
+import type { SoapFaultCode, SoapVersion } from '../faults.js';
 import type { OperationSpec } from '../../operations.js';
 import { soapContent, type Page } from '../../xml/compact.js';
 import { XML_DECLARATION, escapeText, writeXml } from '../../xml/write.js';

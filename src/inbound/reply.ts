@@ -1,4 +1,4 @@
-import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage } from './aspnet/error-page.js';
+import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage } from '../aspnet/error-page.js';
 
 /**
  * An answer: what goes back to the legacy client for one request, decided whole before anything is

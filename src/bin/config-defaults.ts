@@ -1,4 +1,4 @@
-import { validateConfig } from './validate.js';
+import { validateConfig } from '../config/validate.js';
 
 /**
  * `npm run config:defaults`: prints the configuration the schema's defaults make, which that script

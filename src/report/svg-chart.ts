@@ -1,4 +1,4 @@
-import { htmlEncode } from '../inbound/aspnet/error-page.js';
+import { htmlEncode } from '../aspnet/error-page.js';
 import { countOf, formatCount } from './format.js';
 import type { Series } from './report.js';
 

@@ -49,13 +49,6 @@ export interface LedgerEntry {
  */
 export const FOLDED_CLIENT = 'other';
 
-/**
- * The fingerprint of every call without an apiKey (src/deprecation/hits.ts), and so the client of those
- * no configured client's address claims. Many callers, but none that a key names: never a fingerprint
- * to give a configured client's name, though a client named by its address has it in its hits too.
- */
-export const ANONYMOUS = 'anonymous';
-
 /** Entries of unnamed callers (client × operation × binding) a ledger holds before it folds new ones. */
 export const DEFAULT_MAX_ENTRIES = 10_000;
 

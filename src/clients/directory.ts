@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
-import type { Config } from '../config.js';
-import { ipRange } from '../config/messages.js';
-import { clientFingerprint } from './hits.js';
+import type { Config } from '../config/schema.js';
+import { ipRange } from '../config/problems.js';
+import { clientFingerprint } from './fingerprint.js';
 
 /**
  * Who a call came from, in the migration's words (docs/migration.md): a client of the `clients`

@@ -1,9 +1,9 @@
-import type { Caller } from '../deprecation/clients.js';
+import type { Caller } from '../clients/directory.js';
 import { CallRefused, TranslationError } from '../errors.js';
-import type { Answer } from '../inbound/answer.js';
+import type { Answer } from '../inbound/reply.js';
 import type { LegacyCall } from '../operations.js';
 import { successorOf, type Plan } from '../translate/plan.js';
-import { refusalOf, type Schedule } from './brownouts.js';
+import { refusalOf, type Schedule } from './schedule.js';
 
 /**
  * The call runner's side of brownouts and sunset: a call the schedule refuses now becomes a

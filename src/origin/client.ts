@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import type { Config } from '../config.js';
+import type { Config } from '../config/schema.js';
 import { ClientClosedError, LegacyOriginError } from '../errors.js';
 import type { ServiceRequest } from '../inbound/binding.js';
-import { asUpstreamError, basicCredentials } from './upstream.js';
+import { asUpstreamError, basicCredentials } from '../outbound/upstream.js';
 
 /**
  * The old ASMX service itself (`legacy.origin`), for passthrough and shadow routes (docs/migration.md

@@ -2,18 +2,18 @@ import { finished } from 'node:stream/promises';
 import { Readable, Transform, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config.js';
-import type { Caller } from '../deprecation/clients.js';
+import type { Config } from '../config/schema.js';
+import type { Caller } from '../clients/directory.js';
 import { CallError, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
-import { CACHE_ERROR, type Answer } from '../inbound/answer.js';
-import { TEXT_CONTENT_TYPE } from '../inbound/aspnet/error-page.js';
+import { CACHE_ERROR, type Answer } from '../inbound/reply.js';
+import { TEXT_CONTENT_TYPE } from '../aspnet/error-page.js';
 import type { ServiceRequest } from '../inbound/binding.js';
-import type { BindingName } from '../inbound/bindings.js';
+import type { BindingName } from '../inbound/binding.js';
 import { legacyOriginFailed } from '../messages.js';
 import { credentialsOf, type LegacyCall } from '../operations.js';
-import { createShadows, type ShadowedCall, type Side } from '../migration/shadow.js';
-import type { LegacyRoute } from '../migration/routing.js';
-import { createLegacyOrigin, forwardedRequest, type LegacyAnswer, type LegacyOrigin } from '../outbound/legacy-origin.js';
+import { createShadows, type ShadowedCall, type Side } from './shadows.js';
+import type { LegacyRoute } from '../config/schema.js';
+import { createLegacyOrigin, forwardedRequest, type LegacyAnswer, type LegacyOrigin } from './client.js';
 import type { Fetcher } from '../outbound/upstream.js';
 
 /**

@@ -1,9 +1,10 @@
 import { createInterface } from 'node:readline';
-import { ConfigError, loadConfig } from './config.js';
-import { clientFingerprint } from './deprecation/hits.js';
+import { loadConfig } from '../config/load.js';
+import { ConfigError } from '../config/problems.js';
+import { clientFingerprint } from '../clients/fingerprint.js';
 
 /**
- * `npm run fingerprint` (in production `node dist/src/fingerprint.js`): reads apiKeys from stdin, one
+ * `npm run fingerprint` (in production `node dist/src/bin/fingerprint.js`): reads apiKeys from stdin, one
  * per line, and prints the fingerprint the deprecation hits name each caller by, with the configured
  * `deprecation.clientIdKey` (CONFIG_FILE is read as the proxy reads it). Keys come on stdin, not as
  * arguments, so that they stay out of shell history and the process list.

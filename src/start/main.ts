@@ -2,11 +2,13 @@ import { constants, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, stdSerializers, stdTimeFunctions, type Logger } from 'pino';
-import { checkProduction, ConfigError, loadConfig, redactUrl, type Config } from './config.js';
-import { startDemoUpstream, type DemoUpstream } from './demo/upstream.js';
+import { checkProduction, loadConfig } from '../config/load.js';
+import { ConfigError, redactUrl } from '../config/problems.js';
+import type { Config } from '../config/schema.js';
+import { startDemoUpstream, type DemoUpstream } from '../demo/upstream.js';
 import { fixHeapGrowth } from './heap.js';
-import { redact } from './redaction/redact.js';
-import { buildApp } from './server/app.js';
+import { redact } from '../redaction/redact.js';
+import { buildApp } from '../server/app.js';
 
 /**
  * Entry point: configuration, the upstream (the embedded demo one when none is configured), the

@@ -1,5 +1,5 @@
-import { htmlEncode } from '../inbound/aspnet/error-page.js';
-import { OUTCOMES } from './ledger.js';
+import { htmlEncode } from '../aspnet/error-page.js';
+import { OUTCOMES } from '../deprecation/ledger.js';
 import {
   clientTitle,
   countOf,

@@ -1,4 +1,4 @@
-import { withoutForbiddenCharacters } from '../../xml/write.js';
+import { withoutForbiddenCharacters } from '../xml/write.js';
 
 /**
  * Plain-text and HTML answers: the HTTP GET/POST error body (docs/wire.md §6.3) and the ASP.NET

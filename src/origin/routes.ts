@@ -1,17 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.js';
-import type { Caller } from '../deprecation/clients.js';
+import type { LegacyRoute, RouteName } from '../config/schema.js';
+import type { Caller } from '../clients/directory.js';
 import type { OperationName } from '../operations.js';
 
 /**
  * Which path answers a call (docs/migration.md §6), pure: the first route of `legacy.routes` that takes
  * the call's operation and caller, or none, for today's translated path.
  */
-
-export type LegacyRoute = Config['legacy']['routes'][number];
-
-/** What the hit records of the path a call took. */
-export type RouteName = 'translated' | 'passthrough' | 'shadow';
 
 export function routeOf(routes: readonly LegacyRoute[], operation: OperationName, caller: Caller): LegacyRoute | null {
   return routes.find((route) => takes(route, operation, caller)) ?? null;

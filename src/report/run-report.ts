@@ -1,7 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { loadConfig } from '../config/load.js';
+import { ConfigError } from '../config/problems.js';
+import type { Config } from '../config/schema.js';
 import { HitCollector } from './collect.js';
 import { readHitLine, type ReadLine } from './hit-line.js';
 import { logLines, logSource, MAX_LINE_BYTES, OVERLONG_LINE, UnreadableLog, type LogSource } from './log-lines.js';

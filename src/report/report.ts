@@ -1,6 +1,6 @@
 import { OPERATIONS, findOperation, parameterMapping, type PagedPath, type ParamMapping } from '../operations.js';
 import { DAY_MS, type Collected } from './collect.js';
-import { OUTCOMES, compareText, sortEntries, type LedgerEntry, type Outcome } from './ledger.js';
+import { OUTCOMES, compareText, sortEntries, type LedgerEntry, type Outcome } from '../deprecation/ledger.js';
 
 /**
  * The migration report: per client, what it still calls, how much, since and until when, whether that

@@ -1,4 +1,4 @@
-import { main } from './main.js';
+import { main } from '../start/main.js';
 
 /** The command `npm start` runs. Kept apart from main.ts so that importing main.ts never starts a server. */
 main().catch((err: unknown) => {

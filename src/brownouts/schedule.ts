@@ -1,14 +1,12 @@
-import type { Config } from '../config.js';
+import { REPEAT_PERIOD_MS, type Config } from '../config/schema.js';
 import type { OperationName } from '../operations.js';
+import type { Refusal } from '../messages.js';
 
 /**
  * Brownouts and sunset (docs/migration.md §5), as pure functions of the schedule and the time: which
  * call is refused now, and why. Every time is an instant in milliseconds since the epoch, so a
  * daylight-saving change moves nothing: a daily window opens every 24 hours.
  */
-
-/** How far apart the windows of a repeated brownout start. */
-export const REPEAT_PERIOD_MS = { daily: 86_400_000, weekly: 7 * 86_400_000 } as const;
 
 export interface Brownout {
   readonly name: string;
@@ -31,11 +29,6 @@ export interface Schedule {
   /** `deprecation.refuseAfterSunset`: from `sunsetAt` on, every call is refused. */
   readonly refuseAfterSunset: boolean;
 }
-
-/** Why a call is refused: an open brownout window (which closes at `until`), or the sunset since `since`. */
-export type Refusal =
-  | { readonly reason: 'brownout'; readonly brownout: string; readonly until: number }
-  | { readonly reason: 'sunset'; readonly since: number };
 
 /** Who is calling what: the client's name in the `clients` table (`other` for everyone else, which no brownout lists). */
 export interface ScheduledCall {

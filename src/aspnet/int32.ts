@@ -1,4 +1,4 @@
-import { INT32_FORMAT, INT32_RANGE } from '../../messages.js';
+import { INT32_FORMAT, INT32_RANGE } from '../messages.js';
 
 /**
  * .NET Int32 parsing with the invariant culture and NumberStyles.Integer: surrounding white space

@@ -1,6 +1,6 @@
-import { BINDING_NAMES } from '../inbound/bindings.js';
+import { BINDING_NAMES } from '../inbound/binding.js';
 import { findOperation } from '../operations.js';
-import { OUTCOMES, type LedgerHit, type Outcome } from './ledger.js';
+import { OUTCOMES, type LedgerHit, type Outcome } from '../deprecation/ledger.js';
 
 /**
  * One line of a hit log, read. The hits share their file with other lines (operator warnings, start-up

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
-import type { BindingName } from '../inbound/bindings.js';
+import type { BindingName } from '../inbound/binding.js';
 import type { OperationName } from '../operations.js';
 import { compareAnswers, type AnsweredCall } from './compare.js';
 

@@ -1,5 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
-import { windowEnd, type Schedule } from './brownouts.js';
+import { windowEnd, type Schedule } from './schedule.js';
 
 /**
  * `legacy_brownout_active{brownout}`: 1 while a window of the brownout is open, else 0, read from the

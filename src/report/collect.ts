@@ -1,5 +1,6 @@
 import type { LoggedHit } from './hit-line.js';
-import { ANONYMOUS, Ledger, mergeLedgers } from './ledger.js';
+import { Ledger, mergeLedgers } from '../deprecation/ledger.js';
+import { ANONYMOUS } from '../clients/fingerprint.js';
 
 /**
  * What the report gathers from the hits, one at a time: the ledger, calls per day (per operation and

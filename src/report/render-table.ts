@@ -1,4 +1,4 @@
-import { OUTCOMES } from './ledger.js';
+import { OUTCOMES } from '../deprecation/ledger.js';
 import {
   clientTitle,
   countOf,

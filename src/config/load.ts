@@ -1,11 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError } from './config/messages.js';
-import { ConfigSchema, type Config } from './config/schema.js';
-import { validateConfig, type Json } from './config/validate.js';
-
-export { ConfigError, redactUrl } from './config/messages.js';
-export type { Config, PagingProfile } from './config/schema.js';
-export { validateConfig, type Json } from './config/validate.js';
+import { ConfigError } from './problems.js';
+import { ConfigSchema, type Config } from './schema.js';
+import { validateConfig, type Json } from './validate.js';
 
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE

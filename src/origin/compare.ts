@@ -1,4 +1,4 @@
-import type { BindingName } from '../inbound/bindings.js';
+import type { BindingName } from '../inbound/binding.js';
 import { namesKey, redact, REDACTED } from '../redaction/redact.js';
 import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/tree.js';

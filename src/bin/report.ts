@@ -1,6 +1,6 @@
-import { runReport } from './run-report.js';
+import { runReport } from '../report/run-report.js';
 
-/** `npm run report -- FILE…` (or `node dist/src/migration/report-cli.js FILE…` where there is no compiler). */
+/** `npm run report -- FILE…` (or `node dist/src/bin/report.js FILE…` where there is no compiler). */
 process.exitCode = await runReport({
   args: process.argv.slice(2),
   env: process.env,
