@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { heapGrowthGiven } from '../src/start/heap.js';
 
 /** The built module (`npm test` compiles it first), in a process of its own: a V8 flag set here would change the test runner's heap. */
-const HEAP = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'src', 'heap.js')).href;
+const HEAP = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'src', 'start', 'heap.js')).href;
 
 /** What `fixHeapGrowth()` returns in a child node started with `nodeArgs`, and what the child wrote to stderr. */
 function fixInChild(nodeArgs: string[]): { fixed: string; stderr: string } {
@@ -14,7 +14,7 @@ function fixInChild(nodeArgs: string[]): { fixed: string; stderr: string } {
   return { fixed: child.stdout, stderr: child.stderr };
 }
 
-describe('heap growth (src/heap.ts)', () => {
+describe('heap growth (src/start/heap.ts)', () => {
   it("sees an operator's --heap-growing-percent on node's command line in every spelling V8 takes, and nothing else", () => {
     expect(heapGrowthGiven([])).toBe(false);
     expect(heapGrowthGiven(['--heap-growing-percent=150'])).toBe(true);

@@ -12,7 +12,7 @@ import { clientFingerprint } from '../src/clients/fingerprint.js';
  * a real call, a graceful SIGTERM, and start-up refusals that name the configuration key.
  */
 
-const MAIN = join(import.meta.dirname, '..', 'dist', 'src', 'cli.js');
+const MAIN = join(import.meta.dirname, '..', 'dist', 'src', 'bin', 'start.js');
 
 interface Exit {
   readonly code: number | null;
