@@ -48,7 +48,7 @@ afterAll(async () => {
   await proxy.stop();
 });
 
-interface Answer {
+interface Reply {
   readonly status: number;
   readonly contentType: string | null;
   readonly body: string;
@@ -69,7 +69,7 @@ function escapeXml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 }
 
-async function call(binding: Binding, op: OperationName, params: Params): Promise<Answer> {
+async function call(binding: Binding, op: OperationName, params: Params): Promise<Reply> {
   const form = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]));
   let response: Response;
   switch (binding) {
@@ -107,7 +107,7 @@ async function call(binding: Binding, op: OperationName, params: Params): Promis
 }
 
 /** The result root, after checking the binding's exact framing (docs/wire.md §4, §6.4). */
-function resultOf(binding: Binding, op: OperationName, answer: Answer): XmlElement {
+function resultOf(binding: Binding, op: OperationName, answer: Reply): XmlElement {
   expect(answer.status).toBe(200);
   expect(answer.headers.get('cache-control')).toBe('private, max-age=0');
   expect(answer.headers.get('deprecation')).toMatch(/^@\d+$/);

@@ -24,7 +24,7 @@ afterAll(async () => {
   await upstream.close();
 });
 
-interface Answer {
+interface Reply {
   readonly status: number;
   readonly headers: Headers;
   readonly body: string;
@@ -33,7 +33,7 @@ interface Answer {
 type Params = Record<string, string> | readonly [string, string][];
 
 /** GET with `v=3&appKey=demo` unless the test passes its own (`null` leaves one out). */
-async function get(path: string, params: Params = {}, universal: { v?: string | null; appKey?: string | null } = {}): Promise<Answer> {
+async function get(path: string, params: Params = {}, universal: { v?: string | null; appKey?: string | null } = {}): Promise<Reply> {
   const query = new URLSearchParams(params as Record<string, string>);
   const v = universal.v === undefined ? '3' : universal.v;
   const appKey = universal.appKey === undefined ? 'demo' : universal.appKey;
@@ -42,7 +42,7 @@ async function get(path: string, params: Params = {}, universal: { v?: string | 
   return request(`${path}?${query.toString()}`);
 }
 
-async function request(target: string, init?: RequestInit): Promise<Answer> {
+async function request(target: string, init?: RequestInit): Promise<Reply> {
   const response = await fetch(`${upstream.url}${target}`, init);
   return { status: response.status, headers: response.headers, body: await response.text() };
 }
@@ -71,7 +71,7 @@ function attributes(node: XmlElement): Record<string, string> {
   return Object.fromEntries(node.attributes.map((attr) => [attr.name, attr.value]));
 }
 
-function parseResultSet(answer: Answer): ParsedSet {
+function parseResultSet(answer: Reply): ParsedSet {
   expect(answer.status).toBe(200);
   const root = parseXml(answer.body);
   expect(root.name).toBe('searchResultSet');
@@ -91,7 +91,7 @@ function parseResultSet(answer: Answer): ParsedSet {
   };
 }
 
-function helpMessage(answer: Answer): string {
+function helpMessage(answer: Reply): string {
   const root = parseXml(answer.body);
   expect(root.name).toBe('help');
   return innerText(child(root, 'exception-message'));

@@ -122,14 +122,14 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
     await upstream?.close();
   });
 
-  interface Answer {
+  interface Reply {
     readonly ms: number;
     readonly status: number;
     readonly bytes: number;
     readonly json: unknown;
   }
 
-  const ledgerAt = async (path: string): Promise<Answer> => {
+  const ledgerAt = async (path: string): Promise<Reply> => {
     const started = performance.now();
     const response = await fetch(`${base}${path}`);
     const text = await response.text();

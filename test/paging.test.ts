@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LegacyCall } from '../src/operations.js';
 import { findOperation } from '../src/operations.js';
-import { createCallAnswerer } from '../src/call.js';
+import { createCallAnswerer } from './support/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { planPages } from '../src/translate/paging.js';
 import { targetOf, type UpstreamRequest } from '../src/translate/plan.js';

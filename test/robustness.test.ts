@@ -7,7 +7,7 @@ import { loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { findOperation } from '../src/operations.js';
-import { createCallAnswerer } from '../src/call.js';
+import { createCallAnswerer } from './support/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { errorPage } from '../src/inbound/reply.js';
 import type { Binding } from '../src/inbound/binding.js';
@@ -165,7 +165,7 @@ describe('a binding that fails on its own', () => {
     });
     const binding = broken[name] as Binding;
     app.fastify.get('/broken', (request, reply) =>
-      app.fastify.runCall(
+      app.serveCall(
         binding,
         {
           method: 'GET',

@@ -1,6 +1,6 @@
 import type { OperationSpec, LegacyCall } from '../operations.js';
 import type { Page } from '../xml/compact.js';
-import type { Answer } from './reply.js';
+import type { Reply } from './reply.js';
 
 /**
  * A binding: one of the ways a legacy call arrives (SOAP, HTTP GET, HTTP POST) and is answered. The
@@ -51,7 +51,7 @@ export type Read<W> =
 export interface Binding<W = unknown> {
   accepts(method: string, pathInfo: string): boolean;
   read(request: ServiceRequest): Read<W>;
-  write(result: Page, call: LegacyCall, wire: W): Answer;
+  write(result: Page, call: LegacyCall, wire: W): Reply;
   /** Any error: a read failure, a translation or upstream failure, or a defect (never its own text). */
-  writeError(error: unknown, wire: W): Answer;
+  writeError(error: unknown, wire: W): Reply;
 }

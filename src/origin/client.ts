@@ -3,6 +3,7 @@ import { Agent, type Dispatcher } from 'undici';
 import type { Config } from '../config/schema.js';
 import { ClientClosedError, LegacyOriginError } from '../errors.js';
 import type { ServiceRequest } from '../inbound/binding.js';
+import type { RelayedReply } from '../inbound/reply.js';
 import { asUpstreamError, basicCredentials } from '../outbound/upstream.js';
 
 /**
@@ -21,22 +22,13 @@ export interface LegacyRequest {
   readonly body: Buffer | null;
 }
 
-/** The origin's answer, its body still coming. */
-export interface LegacyAnswer {
-  readonly status: number;
-  /** Those of `RELAYED_HEADERS` the origin sent. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** Its first bytes are in (or its end): a failure from here on can only cut it short. Errors are LegacyOriginErrors. */
-  readonly body: Readable;
-}
-
 export interface LegacyOrigin {
   /**
    * Sends `request`; `signal` (the caller hanging up, the call's deadline) cancels it. Rejects with a
    * LegacyOriginError, or with the ClientClosedError the signal carries. `legacy.timeoutMs` bounds the
    * whole exchange.
    */
-  send(request: LegacyRequest, signal?: AbortSignal): Promise<LegacyAnswer>;
+  send(request: LegacyRequest, signal?: AbortSignal): Promise<RelayedReply>;
   close(): Promise<void>;
 }
 

@@ -1,19 +1,19 @@
 import { finished } from 'node:stream/promises';
-import { Readable, Transform, pipeline } from 'node:stream';
+import { type Readable, Transform, pipeline } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import type { Caller } from '../clients/directory.js';
 import { CallError, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
-import { CACHE_ERROR, type Answer } from '../inbound/reply.js';
 import { TEXT_CONTENT_TYPE } from '../aspnet/error-page.js';
-import type { ServiceRequest } from '../inbound/binding.js';
-import type { BindingName } from '../inbound/binding.js';
+import type { Outcome, WrittenOutcome } from '../call/outcome.js';
+import type { BindingName, ServiceRequest } from '../inbound/binding.js';
+import { CACHE_ERROR, isRelayed, type Reply } from '../inbound/reply.js';
 import { legacyOriginFailed } from '../messages.js';
 import { credentialsOf, type LegacyCall } from '../operations.js';
 import { createShadows, type ShadowedCall, type Side } from './shadows.js';
 import type { LegacyRoute } from '../config/schema.js';
-import { createLegacyOrigin, forwardedRequest, type LegacyAnswer, type LegacyOrigin } from './client.js';
+import { createLegacyOrigin, forwardedRequest, type LegacyOrigin } from './client.js';
 import type { Fetcher } from '../outbound/upstream.js';
 
 /**
@@ -22,18 +22,10 @@ import type { Fetcher } from '../outbound/upstream.js';
  * and the two answers compared.
  */
 
-/** A call's answer, still to be sent: written whole, or the origin's, relayed as it comes. */
-export interface Answered {
-  readonly answer: Answer | LegacyAnswer;
-  readonly failure: unknown;
-  /** The `.cp` request that replaces the call; null when it was not translated. */
-  readonly successor: string | null;
-}
+/** The translated path of the call: its failures are written by the binding; it rejects only on a defect. */
+export type TranslatedPath = (fetcher: Fetcher, signal: AbortSignal) => Promise<WrittenOutcome>;
 
-/** The translated path of the call runner: its failures are written by the binding; it rejects only on a defect. */
-export type TranslatedPath = (fetcher: Fetcher, signal: AbortSignal) => Promise<Answered & { readonly answer: Answer }>;
-
-/** What the runner knows of a routed call. */
+/** What the call path knows of a routed call. */
 export interface RoutedCall {
   readonly call: LegacyCall;
   readonly binding: BindingName;
@@ -41,7 +33,7 @@ export interface RoutedCall {
   readonly request: ServiceRequest;
   readonly requestId: string;
   readonly userAgent: string | undefined;
-  /** The call's successor, worked out without fetching anything. */
+  /** The call's successor, from its plan. */
   readonly successor: string | null;
   /** Aborted when the caller hangs up or the call's deadline passes. */
   readonly signal: AbortSignal;
@@ -51,7 +43,7 @@ export interface RoutedCall {
 }
 
 export interface LegacyRouting {
-  answer(route: LegacyRoute, routed: RoutedCall): Promise<Answered>;
+  answer(route: LegacyRoute, routed: RoutedCall): Promise<Outcome>;
   close(): Promise<void>;
 }
 
@@ -69,16 +61,16 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
 
   /** The origin's answer to the call, or the 502 that says it gave none. */
-  async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
+  async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     try {
       const answer = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.signal);
       return {
-        answer,
+        reply: answer,
         failure: answer.status >= 400 ? new LegacyOriginError({ code: 'status', status: answer.status }) : null,
         successor: routed.successor,
       };
     } catch (err) {
-      return { answer: originFailedAnswer(err), failure: err, successor: routed.successor };
+      return { reply: originFailedReply(err), failure: err, successor: routed.successor };
     }
   }
 
@@ -104,27 +96,27 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   }
 
   /** Answered by the origin as it is; its bytes are compared with the translated path's once all have passed. */
-  async function shadowFromLegacy(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
+  async function shadowFromLegacy(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     const compare = shadows.admit(shadowedCall(routed));
     // Started first: the background path must not wait for the answer.
     const translated = compare === null ? null : translatedSide(routed);
     const answered = await passthrough(routed, origin);
     if (compare === null || translated === null) return answered;
-    if (!isLegacyAnswer(answered.answer)) {
+    if (!isRelayed(answered.reply)) {
       compare(translated, Promise.resolve(failedSide(answered.failure)));
       return answered;
     }
-    const { status } = answered.answer;
-    const { body, collected } = tapped(answered.answer.body);
+    const { status } = answered.reply;
+    const { body, collected } = tapped(answered.reply.body);
     compare(
       translated,
       collected.then((bytes) => ({ status, body: bytes.toString('utf8') }), failedSide),
     );
-    return { ...answered, answer: { ...answered.answer, body } };
+    return { ...answered, reply: { ...answered.reply, body } };
   }
 
   /** Answered by the translated path; the origin is asked in the background. */
-  async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Answered> {
+  async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     const compare = shadows.admit(shadowedCall(routed));
     const legacy = compare === null ? null : legacySide(routed, origin);
     const answered = routed.translate(routed.fetcher, routed.signal);
@@ -142,19 +134,14 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   };
 }
 
-export function isLegacyAnswer(answer: Answer | LegacyAnswer): answer is LegacyAnswer {
-  // The proxy's own answers are whole (text, or bytes on the fast path); only a relayed one streams.
-  return answer.body instanceof Readable;
-}
-
 function shadowedCall({ call, binding, caller, requestId }: RoutedCall): ShadowedCall {
   return { operation: call.operation.name, binding, client: caller.name, requestId, apiKey: credentialsOf(call).apiKey };
 }
 
-function sideOf({ answer, failure }: Answered & { readonly answer: Answer }): Side {
-  // A caller that left cancelled the translated path: its answer is not one.
-  const body = typeof answer.body === 'string' ? answer.body : answer.body.toString('utf8');
-  return failure instanceof ClientClosedError ? failedSide(failure) : { status: answer.status, body };
+function sideOf({ reply, failure }: WrittenOutcome): Side {
+  // A caller that left cancelled the translated path: its reply is not one.
+  const body = typeof reply.body === 'string' ? reply.body : reply.body.toString('utf8');
+  return failure instanceof ClientClosedError ? failedSide(failure) : { status: reply.status, body };
 }
 
 function failedSide(err: unknown): Side {
@@ -163,7 +150,7 @@ function failedSide(err: unknown): Side {
 }
 
 /** What the caller of a passthrough gets when the origin gives no answer: the proxy speaks as a gateway. */
-function originFailedAnswer(err: unknown): Answer {
+function originFailedReply(err: unknown): Reply {
   const code = err instanceof LegacyOriginError ? err.failure.code : failureReason(err);
   return { status: 502, contentType: TEXT_CONTENT_TYPE, body: `${legacyOriginFailed(code)}\r\n`, cacheControl: CACHE_ERROR };
 }

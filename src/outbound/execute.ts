@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { assembleAll, assembleWindow, totalItems } from '../translate/assemble.js';
 import { listKey, listPages, pageCount, type AllPagesPlan, type Plan, type UpstreamRequest } from '../translate/plan.js';
 import type { Page } from '../xml/compact.js';
-import type { PageCounts } from './page-counts.js';
+import { createPageCounts, type PageCounts } from './page-counts.js';
 import type { Fetcher } from './upstream.js';
 
 /**
@@ -17,6 +17,18 @@ export interface ExecuteOptions {
   readonly pageCounts?: PageCounts;
   /** Cancels every upstream request of the call; its reason is what the call then throws. */
   readonly signal?: AbortSignal;
+}
+
+/** Carries out a plan against `upstream`: the result of the call, or the error the web method would have thrown. */
+export type PlanFetcher = (plan: Plan, upstream: Fetcher, signal?: AbortSignal) => Promise<Page>;
+
+/** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
+const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
+
+/** `executePlan` with the service's limits and one memory of list lengths for all its calls. */
+export function createPlanFetcher(maxConcurrentPages: number): PlanFetcher {
+  const pageCounts = createPageCounts(PAGE_COUNT_MEMORY);
+  return (plan, upstream, signal) => executePlan(plan, upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
 }
 
 export async function executePlan(plan: Plan, upstream: Fetcher, options: ExecuteOptions): Promise<Page> {

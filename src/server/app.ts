@@ -1,27 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import type { Config } from '../config/schema.js';
-import { OPERATOR_DATA_PATHS } from '../config/schema.js';
-import { deprecationPlugin } from '../deprecation/plugin.js';
-import type { HitRecorder } from '../deprecation/hits.js';
-import { errorPage, type Answer } from '../inbound/reply.js';
+import { registerBrownoutGauge } from '../brownouts/gauge.js';
+import { createRefuser } from '../brownouts/refusal.js';
+import { scheduleOf } from '../brownouts/schedule.js';
+import { createAdmission } from '../call/admission.js';
+import { createClientDirectory } from '../clients/directory.js';
+import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
+import { deprecationSignals } from '../deprecation/headers.js';
+import { createHitRecorder, type HitRecorder } from '../deprecation/hits.js';
 import { callBindings } from '../inbound/bindings.js';
+import { errorPage, type Reply } from '../inbound/reply.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
+import { createLegacyRouting } from '../origin/relay.js';
+import { createPlanFetcher } from '../outbound/execute.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';
 import { createUpstreamHealth } from '../outbound/upstream-health.js';
+import { translateContext } from '../translate/plan.js';
 import { loadCompactPass } from '../xml/compact.js';
-import { callRunnerPlugin } from './call-runner.js';
-import { descriptionsPlugin } from './descriptions.js';
-import { dispatcherPlugin } from './dispatcher.js';
+import { createDescriptionServer } from './descriptions.js';
+import { createDispatcher } from './dispatcher.js';
 import { createHealth, type Health } from './health.js';
-import { operatorDataRoutes, probeRoutes } from './operator.js';
 import { requestUrl, send, servicePathOf } from './http.js';
+import { operatorDataRoutes, probeRoutes } from './operator.js';
+import { createCallServer, type CallServer } from './serve-call.js';
+import { createSignalAdder } from './signals.js';
 
 /**
- * The HTTP front: fastify with four plugins (docs/architecture.md): deprecation signals and metrics,
- * the call runner, the service descriptions, and the service dispatcher that routes every request
- * under the service path the way ASMX did.
+ * The HTTP front (docs/architecture.md): fastify with one catch-all route, the service dispatcher,
+ * which hands a call to its binding and the call path (src/server/serve-call.ts) and a description
+ * request to the descriptions; the deprecation signals on every reply from the service path; the
+ * probes; and the operator listener with `/metrics` and `/ledger`. Everything here is made once.
  */
 
 export interface AppDependencies {
@@ -41,18 +50,20 @@ export interface App {
   readonly admin: FastifyInstance | null;
   /** Readiness: ready once `fastify` and `admin` listen, until draining. */
   readonly health: Health;
+  /** The path of one call, as the dispatcher takes it (for a binding of the caller's own, such as a test's). */
+  readonly serveCall: CallServer;
 }
 
 /** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
-const FASTIFY_ERROR_ANSWERS: Readonly<Record<string, Answer>> = {
+const FASTIFY_ERROR_REPLIES: Readonly<Record<string, Reply>> = {
   FST_ERR_CTP_BODY_TOO_LARGE: errorPage(413, MAX_REQUEST_LENGTH),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: errorPage(400, REQUEST_FORMAT_UNRECOGNIZED),
 };
 
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   loadCompactPass();
-  const servicePath = config.server.servicePath;
-  const { trustProxy } = config.server;
+  const { servicePath, trustProxy } = config.server;
+  const addSignals = createSignalAdder(config, servicePath);
   const fastify = Fastify({
     loggerInstance: deps.logger ?? pino({ level: config.log.level }),
     bodyLimit: config.server.bodyLimitBytes,
@@ -79,12 +90,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     // request (no PathInfo, not a GET) cannot be served without it; elsewhere it does not matter, since
     // a method name with a malformed escape names none.
     frameworkErrors: (_error, request, reply) => {
-      fastify.addDeprecationHeaders(request, reply);
+      addSignals(request, reply);
       request.sentContentType = request.headers['content-type'];
       const path = requestUrl(request.url).pathname;
       const soapEndpoint = servicePathOf(path, servicePath)?.length === path.length;
       if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, BAD_REQUEST));
-      fastify.dispatch(request, reply).catch((err: unknown) => {
+      dispatch(request, reply).catch((err: unknown) => {
         request.log.error({ err }, 'dispatch failed');
         if (!reply.sent) send(reply, errorPage(500, INTERNAL_ERROR));
       });
@@ -92,15 +103,17 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
 
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
-    const known = error.code === undefined ? undefined : FASTIFY_ERROR_ANSWERS[error.code];
+    const known = error.code === undefined ? undefined : FASTIFY_ERROR_REPLIES[error.code];
     // fastify marks a request body that broke off (the client hung up while sending it) 400.
     const broken = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
     if (!known && !broken) request.log.error({ err: error }, 'unhandled error');
     send(reply, known ?? errorPage(broken ? (error.statusCode as number) : 500, broken ? REQUEST_FORMAT_UNRECOGNIZED : INTERNAL_ERROR));
   });
+  fastify.addHook('onSend', async (request, reply) => addSignals(request, reply));
+  readBodiesAsBytes(fastify);
 
-  await fastify.register(deprecationPlugin, { config, servicePath, ...(deps.hitLogger ? { hitLogger: deps.hitLogger } : {}) });
-  const { hits } = fastify;
+  const hits = createHitRecorder(fastify.log, deps.hitLogger);
+  fastify.addHook('onClose', async () => hits.close());
   const upstreamHealth = createUpstreamHealth({
     probe: () => upstream.reachable(),
     intervalMs: config.upstream.healthCheckIntervalMs,
@@ -116,8 +129,21 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     upstreamHealth.close();
     if (!deps.upstream) await upstream.close();
   });
-  await fastify.register(callRunnerPlugin, { config, upstream, now: deps.now ?? Date.now });
-  await fastify.register(descriptionsPlugin, { server: config.server, service: config.service, profiles: config.paging.profiles });
+
+  const serveCall = createCallServer({
+    config,
+    upstream,
+    identify: createClientDirectory(config.clients, config.deprecation.clientIdKey),
+    admission: createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds),
+    context: translateContext(config),
+    fetchPlan: createPlanFetcher(config.upstream.maxConcurrentPages),
+    refuse: refuser(config, hits, deps.now ?? Date.now),
+    legacy: legacyRouting(fastify, config, upstream, hits),
+    hits,
+    linkFor: deprecationSignals(config).linkFor,
+  });
+  const serveDescription = createDescriptionServer(config.server, config.service, config.paging.profiles);
+  const dispatch = createDispatcher(servicePath, callBindings(config.service), serveCall, serveDescription);
 
   const admin =
     config.server.adminPort === null
@@ -136,7 +162,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     health.listening(SERVICE_LISTENER);
     upstreamHealth.start();
   });
-  // Registered before the dispatcher, whose catch-all route would otherwise take these paths.
+  // Before the catch-all route, which would otherwise take these paths.
   await fastify.register(probeRoutes, { health, upstream: null });
   await fastify.register(operatorDataRoutes, { hits, paths: config.server.operatorOnServicePort });
   if (admin !== null) {
@@ -145,8 +171,43 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await admin.register(operatorDataRoutes, { hits, paths: OPERATOR_DATA_PATHS });
     fastify.addHook('onClose', async () => admin.close());
   }
-  await fastify.register(dispatcherPlugin, { servicePath, bindings: callBindings(config.service) });
-  return { fastify, hits, admin, health };
+  fastify.all('/*', dispatch);
+  // Methods fastify does not route (PROPFIND, MKCOL, …) would get its JSON 404: dispatch them too,
+  // so that they get the ASMX answer to an unknown method (405 or 500, docs/wire.md §1).
+  fastify.setNotFoundHandler(dispatch);
+  return { fastify, hits, admin, health, serveCall };
+}
+
+/**
+ * Every body reaches the bindings as bytes: SOAP needs them raw (a form post to the SOAP path is a
+ * SOAP request that fails to parse), and the HTTP POST protocol reads its form itself. ASMX reads the
+ * Content-Type itself (docs/wire.md §2.5, §3, §6.2), but fastify answers one it cannot parse (`foo`,
+ * an empty value) with its own 415, and a QUERY without one with a 400, before any handler runs. So
+ * the bindings read the header as sent, and fastify is shown a neutral type that the catch-all parser
+ * reads as bytes like any other.
+ */
+function readBodiesAsBytes(fastify: FastifyInstance): void {
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  fastify.decorateRequest('sentContentType', undefined);
+  fastify.addHook('onRequest', async (request) => {
+    request.sentContentType = request.headers['content-type'];
+    request.raw.headers['content-type'] = 'application/octet-stream';
+  });
+}
+
+/** Brownouts and sunset (docs/migration.md §5): the refusals, and the gauge of open windows. */
+function refuser(config: Config, hits: HitRecorder, now: () => number) {
+  const schedule = scheduleOf(config);
+  registerBrownoutGauge(hits.registry, schedule, now);
+  return createRefuser(schedule, now);
+}
+
+/** Shadow and passthrough (docs/migration.md §6), closed with the app. */
+function legacyRouting(fastify: FastifyInstance, config: Config, upstream: Upstream, hits: HitRecorder) {
+  const legacy = createLegacyRouting({ config, upstream, registry: hits.registry, log: fastify.log });
+  fastify.addHook('onClose', async () => legacy.close());
+  return legacy;
 }
 
 const SERVICE_LISTENER = 'service';

@@ -1,36 +1,25 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import fp from 'fastify-plugin';
 import type { Config } from '../config/schema.js';
-import { errorPage } from '../inbound/reply.js';
 import { describeService } from '../inbound/description/describe.js';
+import { errorPage } from '../inbound/reply.js';
 import { INVALID_HOSTNAME } from '../messages.js';
 import { send } from './http.js';
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Answers a GET of the service path: WSDL, disco or help (docs/wire.md §7). */
-    serveDescription(request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string): void;
-  }
-}
+/** Answers a GET of the service path: WSDL, disco or help (docs/wire.md §7), at the public address of the service (§7.1). */
+export type DescriptionServer = (request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string) => void;
 
-export interface DescriptionsOptions {
-  readonly server: Config['server'];
-  readonly service: Config['service'];
-  readonly profiles: Config['paging']['profiles'];
+export function createDescriptionServer(
+  server: Config['server'],
+  service: Config['service'],
+  profiles: Config['paging']['profiles'],
+): DescriptionServer {
+  return (request, reply, servicePath, query) => {
+    const base = server.publicBaseUrl ?? requestBase(request.protocol, request.host);
+    // Addresses cannot be built from such a Host; HTTP.sys would have refused it before IIS.
+    if (base === null) return send(reply, errorPage(400, INVALID_HOSTNAME));
+    send(reply, describeService(service, profiles, query, `${base}${servicePath}`));
+  };
 }
-
-/** The service descriptions, at the public address of the service (docs/wire.md §7.1). */
-export const descriptionsPlugin = fp<DescriptionsOptions>(
-  async (fastify, { server, service, profiles }) => {
-    fastify.decorate('serveDescription', (request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string) => {
-      const base = server.publicBaseUrl ?? requestBase(request.protocol, request.host);
-      // Addresses cannot be built from such a Host; HTTP.sys would have refused it before IIS.
-      if (base === null) return send(reply, errorPage(400, INVALID_HOSTNAME));
-      send(reply, describeService(service, profiles, query, `${base}${servicePath}`));
-    });
-  },
-  { name: 'descriptions', fastify: '5.x' },
-);
 
 /**
  * Scheme and authority of the request as ASP.NET's Request.Url (a System.Uri) writes them: the host

@@ -1,9 +1,9 @@
 import type { FastifyReply } from 'fastify';
-import type { Answer } from '../inbound/reply.js';
+import type { Reply } from '../inbound/reply.js';
 
 /** What the fastify plugins of the HTTP front share: sending an answer, reading the request target. */
 
-export function send(reply: FastifyReply, answer: Answer): void {
+export function send(reply: FastifyReply, answer: Reply): void {
   reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl);
   if (answer.headers) reply.headers(answer.headers);
   reply.send(answer.body);

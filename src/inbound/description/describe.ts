@@ -1,7 +1,7 @@
 import type { Config } from '../../config/schema.js';
 import { SCHEMA_NOT_FOUND, WSDL_NOT_FOUND } from '../../messages.js';
 import { findOperation } from '../../operations.js';
-import { htmlAnswer, textError, xmlAnswer, type Answer } from '../reply.js';
+import { htmlReply, textError, xmlReply, type Reply } from '../reply.js';
 import { queryCollection } from '../../aspnet/url-decode.js';
 import type { Acceptance } from '../binding.js';
 import { renderDisco } from './disco.js';
@@ -24,15 +24,15 @@ export function descriptionAccepts(method: string, pathInfo: string): Acceptance
  * this service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
  * The paging profiles name the replacement's page parameters in the WSDL and on the help pages.
  */
-export function describeService(service: Config['service'], profiles: PagingProfiles, query: string, publicUrl: string): Answer {
+export function describeService(service: Config['service'], profiles: PagingProfiles, query: string, publicUrl: string): Reply {
   const get = queryCollection(query);
   if (get('schema') !== undefined) return textError([SCHEMA_NOT_FOUND]);
   if (get('wsdl') !== undefined) return textError([WSDL_NOT_FOUND]);
   const nameless = get(null)?.toLowerCase();
-  if (nameless === 'wsdl') return xmlAnswer(renderWsdl(service, publicUrl, profiles));
-  if (nameless === 'disco') return xmlAnswer(renderDisco(service, publicUrl));
+  if (nameless === 'wsdl') return xmlReply(renderWsdl(service, publicUrl, profiles));
+  if (nameless === 'disco') return xmlReply(renderDisco(service, publicUrl));
   const opName = get('op');
-  if (opName === undefined) return htmlAnswer(renderServiceHelp(service, publicUrl));
+  if (opName === undefined) return htmlReply(renderServiceHelp(service, publicUrl));
   const op = findOperation(opName);
-  return htmlAnswer(op ? renderOperationHelp(service, publicUrl, op, profiles) : renderMethodNotFound(service, publicUrl, opName));
+  return htmlReply(op ? renderOperationHelp(service, publicUrl, op, profiles) : renderMethodNotFound(service, publicUrl, opName));
 }

@@ -3,7 +3,7 @@ import { HttpBindingError } from '../faults.js';
 import { percentDecode, queryCollection } from '../../aspnet/url-decode.js';
 import type { Binding } from '../binding.js';
 import { bindHttpParameters, findHttpOperation, readForm } from './read.js';
-import { documentAnswer, errorTextAnswer } from './write.js';
+import { documentReply, errorTextReply } from './write.js';
 
 /**
  * The HTTP GET and HTTP POST bindings (docs/wire.md §6): `{verb} /index.asmx/{Op}`, parameters from
@@ -25,7 +25,7 @@ export function httpBinding(verb: 'GET' | 'POST', service: Config['service']): B
         return { ok: false, binding, operation: err.operation, error: err, wire: null };
       }
     },
-    write: documentAnswer,
-    writeError: errorTextAnswer,
+    write: documentReply,
+    writeError: errorTextReply,
   };
 }

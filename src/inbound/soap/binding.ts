@@ -2,7 +2,7 @@ import { TranslationError } from '../../errors.js';
 import { SoapFault, type SoapVersion } from '../faults.js';
 import { UNABLE_TO_PROCESS } from '../../messages.js';
 import type { Config } from '../../config/schema.js';
-import { CACHE_ERROR, CACHE_SUCCESS, type Answer } from '../reply.js';
+import { CACHE_ERROR, CACHE_SUCCESS, type Reply } from '../reply.js';
 import type { Binding } from '../binding.js';
 import type { BindingName } from '../binding.js';
 import { exceptionMessage } from '../failure.js';
@@ -32,12 +32,12 @@ export function soapBinding(service: Config['service']): Binding<SoapVersion> {
       body: successEnvelope(version, namespace, call.operation, result),
       cacheControl: CACHE_SUCCESS,
     }),
-    writeError: (error, version) => faultAnswer(asSoapFault(error, version)),
+    writeError: (error, version) => faultReply(asSoapFault(error, version)),
   };
 }
 
 /** 400 and 415 go out with an empty body (docs/wire.md §5.2). */
-function faultAnswer(fault: SoapFault): Answer {
+function faultReply(fault: SoapFault): Reply {
   return {
     status: fault.status,
     contentType: soapContentType(fault.version),

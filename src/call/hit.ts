@@ -1,0 +1,53 @@
+import type { Caller } from '../clients/directory.js';
+import type { RouteName } from '../config/schema.js';
+import type { DeprecationHit } from '../deprecation/hits.js';
+import { CallRefused, failureReason } from '../errors.js';
+import type { Read } from '../inbound/binding.js';
+import { redactCallerText } from '../redaction/caller-text.js';
+import type { Outcome } from './outcome.js';
+import { credentialsRead } from './read.js';
+
+/** What the hit of one call is made of. */
+export interface CallRecord {
+  readonly requestId: string;
+  readonly read: Read<unknown> | null;
+  readonly caller: Caller;
+  readonly outcome: Outcome;
+  readonly route: RouteName;
+  /** Turned away past `server.maxConcurrentCalls`. */
+  readonly shed: boolean;
+  readonly durationMs: number;
+  readonly upstreamRequests: number;
+  readonly remoteAddress: string | null;
+  readonly userAgent: string | null;
+}
+
+/** The deprecation hit of a call: the same fields whatever its binding and outcome. */
+export function hitOf(record: CallRecord): DeprecationHit {
+  const { read, caller, outcome } = record;
+  const { failure } = outcome;
+  const reason = failure === null ? null : failureReason(failure);
+  const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
+  const { apiKey, version } = credentialsRead(read);
+  return {
+    requestId: record.requestId,
+    operation: operation?.name ?? 'unknown',
+    binding: read?.binding ?? 'unknown',
+    client: caller.name,
+    clientLabel: caller.label,
+    clientFingerprint: caller.fingerprint,
+    team: caller.team,
+    contact: caller.contact,
+    legacyVersion: redactCallerText(version, apiKey),
+    replacement: operation?.replacement ?? '',
+    successor: outcome.successor,
+    route: record.route,
+    outcome: record.shed ? 'shed' : reason === null ? 'ok' : failure instanceof CallRefused ? 'refused' : 'fault',
+    reason,
+    status: outcome.reply.status,
+    durationMs: Math.round(record.durationMs * 1000) / 1000,
+    upstreamRequests: record.upstreamRequests,
+    remoteAddress: redactCallerText(record.remoteAddress, apiKey),
+    userAgent: redactCallerText(record.userAgent, apiKey),
+  };
+}

@@ -1,0 +1,29 @@
+import type { Binding } from '../inbound/binding.js';
+import type { PlanFetcher } from '../outbound/execute.js';
+import type { Fetcher } from '../outbound/upstream.js';
+import type { LegacyCall } from '../operations.js';
+import type { WrittenOutcome } from './outcome.js';
+import type { Planned } from './plan.js';
+
+/**
+ * The translated path: the plan's pages fetched and assembled into the result (`fetchPlan`), written
+ * by the binding; any failure written as the binding's fault or error text. Rejects only on a
+ * binding's own defect.
+ */
+export async function translatedOutcome<W>(
+  binding: Binding<W>,
+  call: LegacyCall,
+  wire: W,
+  planned: Planned,
+  fetchPlan: PlanFetcher,
+  upstream: Fetcher,
+  signal: AbortSignal,
+): Promise<WrittenOutcome> {
+  try {
+    if ('error' in planned) throw planned.error;
+    const result = await fetchPlan(planned.plan, upstream, signal);
+    return { reply: binding.write(result, call, wire), failure: null, successor: planned.successor };
+  } catch (err) {
+    return { reply: binding.writeError(err, wire), failure: err, successor: planned.successor };
+  }
+}

@@ -1,0 +1,22 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/schema.js';
+import { deprecationSignals } from '../deprecation/headers.js';
+import { requestUrl, servicePathOf } from './http.js';
+
+/**
+ * Deprecation, Sunset and Link on every reply from the service path (docs/wire.md §9), fastify's own
+ * replies too: run as the reply goes out. A call's own Link, which names its successor request, is set
+ * where its reply is sent (src/server/serve-call.ts) and left as it is here.
+ */
+export type SignalAdder = (request: FastifyRequest, reply: FastifyReply) => void;
+
+export function createSignalAdder(config: Pick<Config, 'deprecation' | 'upstream'>, servicePath: string): SignalAdder {
+  const { headers } = deprecationSignals(config);
+  const { link, ...always } = headers;
+  return (request, reply) => {
+    // The same path test as the dispatcher's (after URL normalisation: `/x/../index.asmx` is served).
+    if (servicePathOf(requestUrl(request.url).pathname, servicePath) === null) return;
+    reply.headers(always);
+    if (link !== undefined && !reply.hasHeader('link')) reply.header('link', link);
+  };
+}
