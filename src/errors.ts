@@ -30,13 +30,13 @@ export type FailureReason =
   | 'upstream_unreachable'
   /** The upstream answered something that cannot be embedded (not XML, wrong root, pages that do not line up). */
   | 'upstream_invalid'
-  /** The legacy client went away before its answer was ready; the upstream requests were cancelled. */
+  /** The legacy client went away before its reply was ready; the upstream requests were cancelled. */
   | 'client_closed'
   /** Refused in a scheduled brownout window (`brownouts`): the caller is to move to the replacement. */
   | 'brownout'
   /** Refused for good: `deprecation.sunsetAt` has passed and `deprecation.refuseAfterSunset` is on. */
   | 'sunset'
-  /** A passthrough (`legacy.routes`): the legacy origin could not be reached, or its answer could not be relayed whole. */
+  /** A passthrough (`legacy.routes`): the legacy origin could not be reached, or its reply could not be relayed whole. */
   | 'legacy_origin'
   /** A passthrough: the legacy origin answered with a status of 400 or more, relayed as it is. */
   | 'legacy_fault'
@@ -120,7 +120,7 @@ export class UpstreamError extends CallError {
   }
 }
 
-/** The legacy client hung up; its upstream requests were cancelled and nobody reads the answer. */
+/** The legacy client hung up; its upstream requests were cancelled and nobody reads the reply. */
 export class ClientClosedError extends CallError {
   readonly reason = 'client_closed';
 
@@ -133,7 +133,7 @@ export class ClientClosedError extends CallError {
 // --- The legacy origin ----------------------------------------------------------------------------
 
 /**
- * A call passed through to the old service (docs/migration.md §6) that did not end in a good answer: a
+ * A call passed through to the old service (docs/migration.md §6) that did not end in a good reply: a
  * transport failure, classed as for the upstream (`failure`), or a status of 400 or more from the origin
  * (`{ code: 'status' }`, relayed to the caller as it is; the error only names it for the hit).
  */

@@ -15,10 +15,11 @@
 // --- The replacement endpoints ---------------------------------------------------------------------
 
 /**
- * The elements of an endpoint's answer (docs/upstream.md §5, §11.2): its root, the element holding
- * the items, and the items' own name. The defaults of `upstream.answers` in the configuration.
+ * The elements of an endpoint's page (docs/upstream.md §5, §11.2): its root, the element holding
+ * the items, and the items' own name. The defaults of `upstream.answers` in the configuration (a key
+ * older than the glossary in docs/architecture.md, kept so that configurations written for it load).
  */
-export interface AnswerShape {
+export interface PageShape {
   readonly root: string;
   readonly items: string;
   readonly item: string;
@@ -31,10 +32,10 @@ interface DefaultPaging {
   readonly maxPageSize: number;
 }
 
-const SEARCH_RESULT_SET = { root: 'searchResultSet', items: 'mainResults', item: 'searchResultItem' } as const satisfies AnswerShape;
+const SEARCH_RESULT_SET = { root: 'searchResultSet', items: 'mainResults', item: 'searchResultItem' } as const satisfies PageShape;
 
 /**
- * The `.cp` endpoints, each with the shape of its answer (`upstream.answers` in the configuration).
+ * The `.cp` endpoints, each with the shape of its pages (`upstream.answers` in the configuration).
  * A paged endpoint names its page parameters, the number of its first page and its largest page
  * (docs/upstream.md §3, §11.1): the defaults of its profile in the configuration (`paging.profiles`,
  * whose schema is built from this table). Only a paged endpoint can answer windows and whole lists.
@@ -42,14 +43,14 @@ const SEARCH_RESULT_SET = { root: 'searchResultSet', items: 'mainResults', item:
 export const UPSTREAM_ENDPOINTS = {
   '/product.search.cp': {
     paging: { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1, maxPageSize: 100 },
-    answer: SEARCH_RESULT_SET,
+    page: SEARCH_RESULT_SET,
   },
   '/product.searchForProductsOfStore.cp': {
     paging: { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0, maxPageSize: 256 },
-    answer: SEARCH_RESULT_SET,
+    page: SEARCH_RESULT_SET,
   },
-  '/product.searchForProduct.cp': { paging: null, answer: SEARCH_RESULT_SET },
-} as const satisfies Readonly<Record<string, { readonly paging: DefaultPaging | null; readonly answer: AnswerShape }>>;
+  '/product.searchForProduct.cp': { paging: null, page: SEARCH_RESULT_SET },
+} as const satisfies Readonly<Record<string, { readonly paging: DefaultPaging | null; readonly page: PageShape }>>;
 
 export type UpstreamPath = keyof typeof UPSTREAM_ENDPOINTS;
 export type PagedPath = { [P in UpstreamPath]: (typeof UPSTREAM_ENDPOINTS)[P]['paging'] extends null ? never : P }[UpstreamPath];
@@ -108,7 +109,7 @@ export interface Target<Plan> {
   sort(legacy: string | null): string | null;
 }
 
-/** A paged endpoint also answers item windows and whole lists (docs/upstream.md §3, §11.3). */
+/** A paged endpoint also serves item windows and whole lists (docs/upstream.md §3, §11.3). */
 export interface PagedTarget<Plan> extends Target<Plan> {
   /** StoreLookupPaged's `pageIndex`/`pageSize` as an item window; the index counts from `paging.legacyPageIndexBase`. */
   legacyPageWindow(pageIndex: number, pageSize: number): ItemWindow;

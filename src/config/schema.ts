@@ -38,11 +38,11 @@ const profile = (defaults: (typeof UPSTREAM_ENDPOINTS)[PagedPath]['paging']) =>
 const NAME_PATTERN = { pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$', patternProblem: 'must be an XML element name without a prefix' };
 const elementName = (value: string) => Type.String({ ...NAME_PATTERN, default: value });
 
-/** The answer of every endpoint of the operations table: its root, items container and item names. */
-const answers = section(
+/** The page shape of every endpoint of the operations table: its root, items container and item names. */
+const pageShapes = section(
   Object.fromEntries(
     (Object.keys(UPSTREAM_ENDPOINTS) as UpstreamPath[]).map((path) => {
-      const { root, items, item } = UPSTREAM_ENDPOINTS[path].answer;
+      const { root, items, item } = UPSTREAM_ENDPOINTS[path].page;
       return [path, section({ root: elementName(root), items: elementName(items), item: elementName(item) })];
     }),
   ) as Record<UpstreamPath, TObject<{ root: TString; items: TString; item: TString }>>,
@@ -203,7 +203,7 @@ export const ConfigSchema = Type.Object(
       callTimeoutMs: integer(1, MAX_TIMEOUT_MS, 30_000),
       /** How often the upstream's health is probed when no upstream request has told it lately. */
       healthCheckIntervalMs: integer(1000, MAX_TIMEOUT_MS, 10_000),
-      answers,
+      answers: pageShapes,
     }),
     paging: section({
       legacyPageIndexBase: oneOf([0, 1], 0),
@@ -227,7 +227,7 @@ export const ConfigSchema = Type.Object(
       refuseAfterSunset: Type.Boolean({ default: false }),
       policyUrl: url(),
       successorUrl: url(),
-      /** Where callers reach the `.cp` endpoints: the base of each answer's per-call successor link; `null`: upstream.baseUrl. */
+      /** Where callers reach the `.cp` endpoints: the base of each reply's per-call successor link; `null`: upstream.baseUrl. */
       successorBaseUrl: url(),
       /**
        * HMAC key of the client fingerprints in deprecation hits, shared by every instance so that they

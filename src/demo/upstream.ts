@@ -86,16 +86,16 @@ const DEVELOPER_INACTIVE: Reply = {
 async function serve(req: IncomingMessage, res: ServerResponse, endpoints: ReadonlyMap<string, Endpoint>, version: string): Promise<void> {
   let reply: Reply;
   try {
-    reply = await answer(req, endpoints, version);
+    reply = await respond(req, endpoints, version);
   } catch {
-    // Nothing here is expected to throw; if it does, the caller still gets a well-formed answer.
+    // Nothing here is expected to throw; if it does, the caller still gets a well-formed reply.
     reply = helpReply(new DemoError(500, 'Internal error in the demo upstream.'), methodList(endpoints));
   }
   res.writeHead(reply.status, { ...reply.headers, 'Content-Length': String(Buffer.byteLength(reply.body)) });
   res.end(reply.body);
 }
 
-async function answer(req: IncomingMessage, endpoints: ReadonlyMap<string, Endpoint>, version: string): Promise<Reply> {
+async function respond(req: IncomingMessage, endpoints: ReadonlyMap<string, Endpoint>, version: string): Promise<Reply> {
   const { path, query } = splitTarget(req.url ?? '/');
   const endpoint = endpoints.get(path);
   try {
@@ -107,7 +107,7 @@ async function answer(req: IncomingMessage, endpoints: ReadonlyMap<string, Endpo
     // The gateway checks the key before the service sees the call.
     if (optional(params, 'appKey') === undefined) return DEVELOPER_INACTIVE;
     checkVersion(params, version);
-    return { status: 200, headers: { 'Content-Type': XML_CONTENT_TYPE }, body: renderResultSet(endpoint.answer(params)) };
+    return { status: 200, headers: { 'Content-Type': XML_CONTENT_TYPE }, body: renderResultSet(endpoint.resultSet(params)) };
   } catch (err) {
     if (err instanceof DemoError) return helpReply(err, endpoint?.documentation ?? methodList(endpoints));
     throw err;
@@ -201,7 +201,7 @@ function integerParam(params: URLSearchParams, name: string, fallback: number): 
   return value;
 }
 
-/** Client text echoed in a message, cut short so a huge parameter cannot bloat the answer. */
+/** Client text echoed in a message, cut short so a huge parameter cannot bloat the reply. */
 function quote(value: string): string {
   return `'${value.length > 100 ? `${value.slice(0, 100)}…` : value}'`;
 }
@@ -368,7 +368,7 @@ interface Endpoint {
   /** The `<documentation>` text of this method's help documents. */
   readonly documentation: string;
   /** Throws DemoError for bad input. */
-  answer(params: URLSearchParams): ResultSet;
+  resultSet(params: URLSearchParams): ResultSet;
 }
 
 /** The default page size of the only parameterless capture (docs/upstream.md §2.1). */
@@ -388,7 +388,7 @@ function createEndpoints(config: Config, index: CatalogIndex): ReadonlyMap<strin
         'product.search.cp: Search for products among all merchandise types matching the given criteria. ' +
         `Parameters: ${version}, query, ${pagingDoc(search, searchPageSize)}, ` +
         `maxProductsPerDesign (default ${DEFAULT_MAX_PRODUCTS_PER_DESIGN}), sort (${SORTS.join(' or ')}), ${filterDoc}.`,
-      answer: (params) => {
+      resultSet: (params) => {
         const query = params.get('query') ?? '';
         const queryWords = searchWords(query);
         const sort = sortParam(params);
@@ -407,7 +407,7 @@ function createEndpoints(config: Config, index: CatalogIndex): ReadonlyMap<strin
         'product.searchForProductsOfStore.cp: Product search data for the designs of one store, newest first, ' +
         `every product of each design. Parameters: ${version}, storeId (required), ${filterDoc}, ` +
         `${pagingDoc(store, store.maxPageSize)}.`,
-      answer: (params) => {
+      resultSet: (params) => {
         const storeId = required(params, 'storeId');
         const window = pageWindow(params, store, store.maxPageSize);
         const filter = merchandiseFilter(params);
@@ -419,7 +419,7 @@ function createEndpoints(config: Config, index: CatalogIndex): ReadonlyMap<strin
     },
     '/product.searchForProduct.cp': {
       documentation: `product.searchForProduct.cp: Product search data for one product. Parameters: ${version}, productId (required, integer).`,
-      answer: (params) => {
+      resultSet: (params) => {
         const raw = required(params, 'productId');
         const productId = parseInteger(raw);
         if (productId === undefined) throw new DemoError(400, `Invalid productId value ${quote(raw)}. Expected an integer.`);

@@ -1,7 +1,7 @@
 import type { Config } from '../config/schema.js';
 
 /**
- * Deprecation (RFC 9745), Sunset (RFC 8594) and Link headers, sent on every answer from the legacy
+ * Deprecation (RFC 9745), Sunset (RFC 8594) and Link headers, sent on every reply from the legacy
  * service path (docs/wire.md §9). Computed once from the configuration; only a translated call's
  * own `successor-version` link differs from answer to answer, and with it the relation of
  * `deprecation.successorUrl`.

@@ -171,12 +171,12 @@ export function mergeLedgers(ledgers: readonly Ledger[], configuredName: (client
  */
 export const LEDGER_JSON_VERSION = 2;
 
-/** Entries in an answer of `GET /ledger` when `limit` is not given: the largest callers, a screen or two. */
+/** Entries in a reply of `GET /ledger` when `limit` is not given: the largest callers, a screen or two. */
 const DEFAULT_PAGE_SIZE = 100;
 /** At the cap, with successors of 2,000 characters, a page of these is 2 MB at most. */
 export const MAX_PAGE_SIZE = 1000;
 
-/** Which entries an answer gives: those of `client` (every client when null), largest first, `limit` from `offset`. */
+/** Which entries a reply gives: those of `client` (every client when null), largest first, `limit` from `offset`. */
 export interface LedgerQuery {
   readonly client: string | null;
   readonly offset: number;
@@ -255,10 +255,10 @@ export interface BadRequest {
   readonly message: string;
 }
 
-export type LedgerAnswer = { readonly status: 200; readonly body: LedgerJson } | { readonly status: 400; readonly body: BadRequest };
+export type LedgerReply = { readonly status: 200; readonly body: LedgerJson } | { readonly status: 400; readonly body: BadRequest };
 
 /** What `GET /ledger` answers to `query` (the query string, parsed): a page of the ledger, or 400 and why. */
-export function ledgerPage(ledger: Ledger, query: unknown): LedgerAnswer {
+export function ledgerPage(ledger: Ledger, query: unknown): LedgerReply {
   const parsed = ledgerQuery(query);
   if (typeof parsed === 'string') return { status: 400, body: { statusCode: 400, error: 'Bad Request', message: parsed } };
   return { status: 200, body: ledgerJson(ledger, parsed) };

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { HTML_CONTENT_TYPE, TEXT_CONTENT_TYPE, httpErrorBody, runtimeErrorPage } from '../aspnet/error-page.js';
 
 /**
- * An answer: what goes back to the legacy client for one request, decided whole before anything is
+ * A reply: what goes back to the legacy client for one request, decided whole before anything is
  * written, so that nothing half-written goes out.
  */
 export interface Reply {
@@ -33,7 +33,7 @@ export function isRelayed(reply: Reply | RelayedReply): reply is RelayedReply {
 }
 
 export const XML_CONTENT_TYPE = 'text/xml; charset=utf-8';
-/** ASMX's Cache-Control on answers (docs/wire.md §4); errors clear it to `private` (§5.2). */
+/** ASMX's Cache-Control on replies (docs/wire.md §4); errors clear it to `private` (§5.2). */
 export const CACHE_SUCCESS = 'private, max-age=0';
 export const CACHE_ERROR = 'private';
 

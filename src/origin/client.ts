@@ -8,7 +8,7 @@ import { asUpstreamError, basicCredentials } from '../outbound/upstream.js';
 
 /**
  * The old ASMX service itself (`legacy.origin`), for passthrough and shadow routes (docs/migration.md
- * §6): a call goes to it as it came, and its answer comes back as it is. An Agent of its own, so that
+ * §6): a call goes to it as it came, and its reply comes back as it is. An Agent of its own, so that
  * the old service's connections and limits stay apart from the upstream's.
  */
 
@@ -33,7 +33,7 @@ export interface LegacyOrigin {
 }
 
 /**
- * What an answer brings back besides its status and body: how to read the body and whether to cache
+ * What a reply brings back besides its status and body: how to read the body and whether to cache
  * it. Content-Length is not: the body is relayed as it arrives.
  */
 const RELAYED_HEADERS = ['content-type', 'cache-control'] as const;
@@ -121,7 +121,7 @@ function relayedHeaders(headers: Readonly<Record<string, string | string[] | und
 
 /**
  * `body` once its first chunk (or its end) is in: until then a failure is still a clean error answer;
- * after it, the status is on its way and a failure can only cut the answer short.
+ * after it, the status is on its way and a failure can only cut the reply short.
  */
 async function withFirstBytes(body: Readable, failed: (err: unknown) => Error): Promise<Readable> {
   const chunks: AsyncIterator<Buffer> = body[Symbol.asyncIterator]();

@@ -4,7 +4,7 @@ import { parseXml, XmlSyntaxError } from '../xml/parse.js';
 import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/tree.js';
 
 /**
- * Shadow comparison (docs/migration.md §6), pure: two answers to one call, the translated one and the
+ * Shadow comparison (docs/migration.md §6), pure: two replies to one call, the translated one and the
  * legacy origin's, normalised and compared; the first difference is the diff.
  *
  * What a SOAP client or an XmlSerializer does not see is left out: the envelope around the Body's
@@ -13,17 +13,17 @@ import { childElements, innerText, type XmlElement, type XmlNode } from '../xml/
  * whitespace-only text, comments, CDATA against text of the same characters. Two faults agree when
  * their codes do (`soap:Server`, or the HTTP status): their texts name different backends' failures.
  * Keys are no difference worth showing: an element or attribute named as a key compares redacted.
- * A diff shows names, namespace URIs and the path through the same redaction as texts: an answer
+ * A diff shows names, namespace URIs and the path through the same redaction as texts: a reply
  * may echo a key in any of them.
  */
 
 /** One answer as it went or would have gone to the caller. */
-export interface AnsweredCall {
+export interface ComparedReply {
   readonly status: number;
   readonly body: string;
 }
 
-/** Where two answers first differ, each side's value redacted and cut. */
+/** Where two replies first differ, each side's value redacted and cut. */
 export interface Diff {
   /** `/searchResultSet/mainResults/searchResultItem[3]/@price`; `/` when one side is not a result. */
   readonly path: string;
@@ -34,8 +34,8 @@ export interface Diff {
 /** Longest path or value a diff holds: a log line about a mismatch stays a line. */
 export const DIFF_TEXT_LIMIT = 200;
 /**
- * How much of one text of an answer a diff reads: room for a key that starts before the cut to be
- * read whole, in any spelling, while an answer of megabytes is not read at all.
+ * How much of one text of a reply a diff reads: room for a key that starts before the cut to be
+ * read whole, in any spelling, while a reply of megabytes is not read at all.
  */
 const READ_TEXT_LIMIT = 2 * DIFF_TEXT_LIMIT;
 
@@ -50,25 +50,25 @@ interface NormalElement {
 
 type NormalNode = NormalElement | string;
 
-/** What an answer holds: a result (the Result element, or the document) or a fault. */
+/** What a reply holds: a result (the Result element, or the document) or a fault. */
 type Normalised =
   | { readonly kind: 'result'; readonly result: NormalElement }
   | { readonly kind: 'fault'; readonly code: string; readonly text: string };
 
 const SOAP_FAULT = 'Fault';
 
-/** A text of an answer as a diff may show it: no key in it (src/redaction/redact.ts). */
+/** A text of a reply as a diff may show it: no key in it (src/redaction/redact.ts). */
 type Show = (text: string) => string;
 
 /**
- * The first difference between the two answers, or null when they agree. `secrets` (the caller's apiKey)
- * never appear in the diff, in any spelling, even where an answer echoes them; nor does any value of a
- * key parameter or element an answer quotes.
+ * The first difference between the two replies, or null when they agree. `secrets` (the caller's apiKey)
+ * never appear in the diff, in any spelling, even where a reply echoes them; nor does any value of a
+ * key parameter or element a reply quotes.
  */
-export function compareAnswers(
+export function compareReplies(
   binding: BindingName,
-  translated: AnsweredCall,
-  legacy: AnsweredCall,
+  translated: ComparedReply,
+  legacy: ComparedReply,
   secrets: readonly string[] = [],
 ): Diff | null {
   // Every occurrence, even inside a word: unlike a fault's text (upstream.ts redacts whole tokens
@@ -87,13 +87,13 @@ function difference(translated: Normalised, legacy: Normalised, show: Show): Dif
   return { path: '/', translated: describe(translated, show), legacy: describe(legacy, show) };
 }
 
-function describe(answer: Normalised, show: Show): string {
-  return answer.kind === 'fault' ? `fault ${answer.code}: ${show(answer.text)}` : `result ${render(answer.result, show)}`;
+function describe(side: Normalised, show: Show): string {
+  return side.kind === 'fault' ? `fault ${side.code}: ${show(side.text)}` : `result ${render(side.result, show)}`;
 }
 
 // --- Normalising -----------------------------------------------------------------------------------
 
-function normalise(binding: BindingName, { status, body }: AnsweredCall): Normalised {
+function normalise(binding: BindingName, { status, body }: ComparedReply): Normalised {
   const notXml: Normalised = { kind: 'fault', code: `HTTP ${status}`, text: body };
   let root: XmlElement;
   try {

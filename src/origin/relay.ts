@@ -19,7 +19,7 @@ import type { Fetcher } from '../outbound/upstream.js';
 /**
  * The call runner's side of passthrough and shadow routes (docs/migration.md §6): a routed call is
  * answered by the legacy origin as it is, or by one path while the other is called in the background
- * and the two answers compared.
+ * and the two replies compared.
  */
 
 /** The translated path of the call: its failures are written by the binding; it rejects only on a defect. */
@@ -43,7 +43,7 @@ export interface RoutedCall {
 }
 
 export interface LegacyRouting {
-  answer(route: LegacyRoute, routed: RoutedCall): Promise<Outcome>;
+  serve(route: LegacyRoute, routed: RoutedCall): Promise<Outcome>;
   close(): Promise<void>;
 }
 
@@ -60,13 +60,13 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   // The schema lets routes exist only with an origin (src/config/validate.ts).
   const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
 
-  /** The origin's answer to the call, or the 502 that says it gave none. */
+  /** The origin's reply to the call, or the 502 that says it gave none. */
   async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     try {
-      const answer = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.signal);
+      const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.signal);
       return {
-        reply: answer,
-        failure: answer.status >= 400 ? new LegacyOriginError({ code: 'status', status: answer.status }) : null,
+        reply: relayed,
+        failure: relayed.status >= 400 ? new LegacyOriginError({ code: 'status', status: relayed.status }) : null,
         successor: routed.successor,
       };
     } catch (err) {
@@ -74,11 +74,11 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
     }
   }
 
-  /** The origin's answer read whole, for a comparison; its own deadline, whatever the caller does. */
+  /** The origin's reply read whole, for a comparison; its own deadline, whatever the caller does. */
   async function legacySide(routed: RoutedCall, origin: LegacyOrigin): Promise<Side> {
     try {
-      const answer = await origin.send(forwardedRequest(routed.request, routed.userAgent));
-      return { status: answer.status, body: Buffer.concat(await answer.body.toArray()).toString('utf8') };
+      const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent));
+      return { status: relayed.status, body: Buffer.concat(await relayed.body.toArray()).toString('utf8') };
     } catch (err) {
       return failedSide(err);
     }
@@ -98,34 +98,34 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   /** Answered by the origin as it is; its bytes are compared with the translated path's once all have passed. */
   async function shadowFromLegacy(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     const compare = shadows.admit(shadowedCall(routed));
-    // Started first: the background path must not wait for the answer.
+    // Started first: the background path must not wait for the origin's reply.
     const translated = compare === null ? null : translatedSide(routed);
-    const answered = await passthrough(routed, origin);
-    if (compare === null || translated === null) return answered;
-    if (!isRelayed(answered.reply)) {
-      compare(translated, Promise.resolve(failedSide(answered.failure)));
-      return answered;
+    const outcome = await passthrough(routed, origin);
+    if (compare === null || translated === null) return outcome;
+    if (!isRelayed(outcome.reply)) {
+      compare(translated, Promise.resolve(failedSide(outcome.failure)));
+      return outcome;
     }
-    const { status } = answered.reply;
-    const { body, collected } = tapped(answered.reply.body);
+    const { status } = outcome.reply;
+    const { body, collected } = tapped(outcome.reply.body);
     compare(
       translated,
       collected.then((bytes) => ({ status, body: bytes.toString('utf8') }), failedSide),
     );
-    return { ...answered, reply: { ...answered.reply, body } };
+    return { ...outcome, reply: { ...outcome.reply, body } };
   }
 
   /** Answered by the translated path; the origin is asked in the background. */
   async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     const compare = shadows.admit(shadowedCall(routed));
     const legacy = compare === null ? null : legacySide(routed, origin);
-    const answered = routed.translate(routed.fetcher, routed.signal);
-    if (compare !== null && legacy !== null) compare(answered.then(sideOf), legacy);
-    return answered;
+    const outcome = routed.translate(routed.fetcher, routed.signal);
+    if (compare !== null && legacy !== null) compare(outcome.then(sideOf), legacy);
+    return outcome;
   }
 
   return {
-    async answer(route, routed) {
+    async serve(route, routed) {
       if (origin === null) throw new Error('a legacy route without legacy.origin');
       if (route.mode === 'passthrough') return passthrough(routed, origin);
       return route.answerFrom === 'legacy' ? shadowFromLegacy(routed, origin) : shadowFromTranslated(routed, origin);
@@ -149,7 +149,7 @@ function failedSide(err: unknown): Side {
   return { failed: err instanceof CallError ? failureReason(err) : 'internal' };
 }
 
-/** What the caller of a passthrough gets when the origin gives no answer: the proxy speaks as a gateway. */
+/** What the caller of a passthrough gets when the origin gives no reply: the proxy speaks as a gateway. */
 function originFailedReply(err: unknown): Reply {
   const code = err instanceof LegacyOriginError ? err.failure.code : failureReason(err);
   return { status: 502, contentType: TEXT_CONTENT_TYPE, body: `${legacyOriginFailed(code)}\r\n`, cacheControl: CACHE_ERROR };
@@ -164,7 +164,7 @@ function tapped(body: Readable): { body: Readable; collected: Promise<Buffer> } 
       done(null, chunk);
     },
   });
-  // Its failure reaches `relay`, and through it the caller's answer and `collected`.
+  // Its failure reaches `relay`, and through it the caller's reply and `collected`.
   pipeline(body, relay, () => {});
   return { body: relay, collected: finished(relay).then(() => Buffer.concat(chunks)) };
 }

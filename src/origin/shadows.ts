@@ -2,10 +2,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
 import type { BindingName } from '../inbound/binding.js';
 import type { OperationName } from '../operations.js';
-import { compareAnswers, type AnsweredCall } from './compare.js';
+import { compareReplies, type ComparedReply } from './compare.js';
 
 /**
- * Shadow routes (docs/migration.md §6): the two paths' answers to one call, compared in the background
+ * Shadow routes (docs/migration.md §6): the two paths' replies to one call, compared in the background
  * once both are in, each result counted per operation and each mismatch logged with its diff. Bounded:
  * past `legacy.maxShadowsInFlight` comparisons under way, a call is not shadowed (counted `skipped`).
  */
@@ -13,7 +13,7 @@ import { compareAnswers, type AnsweredCall } from './compare.js';
 export type ShadowResult = 'match' | 'mismatch' | 'error' | 'skipped';
 
 /** One path's answer to the call, or why there is none to compare (the origin failed, the caller left). */
-export type Side = AnsweredCall | { readonly failed: string };
+export type Side = ComparedReply | { readonly failed: string };
 
 export interface ShadowedCall {
   readonly operation: OperationName;
@@ -36,7 +36,7 @@ export interface Shadows {
 export function createShadows(maxInFlight: number, registry: Registry, log: FastifyBaseLogger): Shadows {
   const comparisons = new Counter({
     name: 'legacy_shadow_comparisons_total',
-    help: 'Shadowed legacy calls by operation and result: the translated and the legacy answer agree (match), differ (mismatch), one could not be had (error), or the call was not shadowed because legacy.maxShadowsInFlight were under way (skipped).',
+    help: 'Shadowed legacy calls by operation and result: the translated and the legacy replies agree (match), differ (mismatch), one could not be had (error), or the call was not shadowed because legacy.maxShadowsInFlight were under way (skipped).',
     labelNames: ['operation', 'result'] as const,
     registers: [registry],
   });
@@ -50,7 +50,7 @@ export function createShadows(maxInFlight: number, registry: Registry, log: Fast
       log.warn({ event: 'shadow_error', ...context, failed }, `shadow ${call.operation}: no answer to compare`);
       return 'error';
     }
-    const diff = compareAnswers(call.binding, translated, legacy, call.apiKey === null ? [] : [call.apiKey]);
+    const diff = compareReplies(call.binding, translated, legacy, call.apiKey === null ? [] : [call.apiKey]);
     if (diff === null) return 'match';
     log.warn({ event: 'shadow_mismatch', ...context, diff }, `shadow ${call.operation}: the answers differ at ${diff.path}`);
     return 'mismatch';

@@ -12,7 +12,7 @@ import { childElements, innerText, type XmlElement } from '../xml/tree.js';
  * Talks to the `.cp` upstream: an undici Agent (one keep-alive pool per origin), connect/headers/body
  * timeouts, a response size cap, redirects followed as .NET's HttpWebRequest follows them, and a
  * check that the response is well-formed XML with the expected root before anything is embedded in a
- * legacy answer. Failures are UpstreamErrors with a code; the inbound side words them as the .NET
+ * legacy reply. Failures are UpstreamErrors with a code; the inbound side words them as the .NET
  * WebException the original would have seen (src/messages.ts, docs/upstream.md §7, §11.8).
  */
 
@@ -79,7 +79,7 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
       throwOnMaxRedirect: true,
     } as Dispatcher.RequestOptions);
     responded(statusCode);
-    // Bytes, in the chunks they came in: a canonical page goes into the answer without ever being
+    // Bytes, in the chunks they came in: a canonical page goes into the reply without ever being
     // decoded, and is joined only where it is checked (src/xml/compact.ts).
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk as Buffer);

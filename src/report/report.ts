@@ -95,7 +95,7 @@ export interface MigrationReport {
   /** Null when every day is charted. */
   readonly uncharted: Uncharted | null;
   readonly input: InputSummary;
-  /** Calls counted under the client `other` because the ledger was full (src/migration/ledger.ts). */
+  /** Calls counted under the client `other` because the ledger was full (src/deprecation/ledger.ts). */
   readonly folded: number;
   readonly clients: readonly ClientReport[];
   readonly replacements: readonly Replacement[];

@@ -21,7 +21,7 @@ export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => Promi
 /**
  * The service dispatcher (docs/wire.md §1): every request under the service path goes to the first
  * protocol that takes it, the call bindings (in the order ASMX asks its protocols) first, then the
- * service descriptions; when none takes it, the descriptions' answer decides between 405 and 500.
+ * service descriptions; when none takes it, the descriptions' reply decides between 405 and 500.
  */
 export function createDispatcher(
   servicePath: string,
@@ -53,7 +53,7 @@ export function createDispatcher(
         reply,
       );
     }
-    // Asked last, the Documentation protocol's answer decides when nothing takes the request.
+    // Asked last, the Documentation protocol's reply decides when nothing takes the request.
     const description = descriptionAccepts(method, pathInfo);
     if (description === 'accept') return serveDescription(request, reply, requested, url.search.slice(1));
     send(

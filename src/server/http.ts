@@ -1,12 +1,12 @@
 import type { FastifyReply } from 'fastify';
 import type { Reply } from '../inbound/reply.js';
 
-/** What the fastify plugins of the HTTP front share: sending an answer, reading the request target. */
+/** What the fastify plugins of the HTTP front share: sending a reply, reading the request target. */
 
-export function send(reply: FastifyReply, answer: Reply): void {
-  reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl);
-  if (answer.headers) reply.headers(answer.headers);
-  reply.send(answer.body);
+export function send(to: FastifyReply, reply: Reply): void {
+  to.code(reply.status).header('content-type', reply.contentType).header('cache-control', reply.cacheControl);
+  if (reply.headers) to.headers(reply.headers);
+  to.send(reply.body);
 }
 
 /**

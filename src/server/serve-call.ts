@@ -67,7 +67,7 @@ export function createCallServer(path: CallPath): CallServer {
     // so that its hit says who was turned away from what.
     const { read, failure: readFailure } = readCall(binding, serviceRequest);
     const caller = identify(credentialsRead(read).apiKey, remoteAddress);
-    const record = (outcome: Outcome, route: RouteName, shed: boolean, upstreamRequests: number): void => {
+    const record = (outcome: Outcome, { route, shed, upstreamRequests }: HowServed): void => {
       const hit = hitOf({
         requestId,
         read,
@@ -86,7 +86,10 @@ export function createCallServer(path: CallPath): CallServer {
 
     if (!admission.enter()) {
       send(reply, admission.shedReply);
-      return record({ reply: admission.shedReply, failure: readFailure, successor: null }, 'translated', true, 0);
+      return record(
+        { reply: admission.shedReply, failure: readFailure, successor: null },
+        { route: 'translated', shed: true, upstreamRequests: 0 },
+      );
     }
     const deadline = startDeadline(config.upstream.callTimeoutMs);
     const hangUp = (): void => {
@@ -102,7 +105,7 @@ export function createCallServer(path: CallPath): CallServer {
     };
     let routed: Routed;
     try {
-      routed = await answer(path, binding, read, readFailure, caller, {
+      routed = await route(path, binding, read, readFailure, caller, {
         requestId,
         request: serviceRequest,
         userAgent: request.headers['user-agent'],
@@ -117,8 +120,16 @@ export function createCallServer(path: CallPath): CallServer {
       admission.leave();
     }
     reply.raw.off('close', hangUp);
-    record(routed.outcome, routeName(routed.route), false, upstreamRequests);
+    record(routed.outcome, { route: routeName(routed.route), shed: false, upstreamRequests });
   };
+}
+
+/** What the hit says of how a call was served, besides its outcome. */
+interface HowServed {
+  readonly route: RouteName;
+  /** Turned away past `server.maxConcurrentCalls`, before anything else. */
+  readonly shed: boolean;
+  readonly upstreamRequests: number;
 }
 
 /** How a call ended, and the route of `legacy.routes` that took it (null: the translated path). */
@@ -137,7 +148,7 @@ interface Exchange {
 }
 
 /** Plan once, refuse, route, then the translated path or the legacy origin. Never rejects. */
-async function answer<W>(
+async function route<W>(
   path: CallPath,
   binding: Binding<W>,
   read: Read<W> | null,
@@ -162,7 +173,7 @@ async function answer<W>(
     // Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.
     route = routeOf(path.config.legacy.routes, call.operation.name, caller);
     if (route === null) return { outcome: await translated(exchange.fetcher, exchange.signal), route };
-    const outcome = await path.legacy.answer(route, {
+    const outcome = await path.legacy.serve(route, {
       call,
       binding: read.binding,
       caller,

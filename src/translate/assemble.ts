@@ -1,7 +1,7 @@
 import { UpstreamError } from '../errors.js';
 import { attributesOf, itemsOf, rootSpan, treeOf, unescapeAttribute, type CompactDocument, type Page } from '../xml/compact.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
-import type { AnswerShape, ItemWindow } from '../operations.js';
+import type { PageShape, ItemWindow } from '../operations.js';
 import { sliceStart, type PageRun } from './paging.js';
 
 /**
@@ -13,7 +13,7 @@ import { sliceStart, type PageRun } from './paging.js';
  */
 
 /** Where a page keeps its items: the container element (under the root) and the items' name. */
-export type ItemsShape = Pick<AnswerShape, 'items' | 'item'>;
+export type ItemsShape = Pick<PageShape, 'items' | 'item'>;
 
 /** One page as the assemblers read it, whatever its form; `I` is an item. */
 interface PageView<I> {

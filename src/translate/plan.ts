@@ -39,7 +39,7 @@ export function successorOf(plan: Plan): string | null {
 
 export interface AllPagesPlan {
   readonly kind: 'allPages';
-  /** Where the endpoint's answers keep their items (`upstream.answers`). */
+  /** Where the endpoint's pages keep their items (`upstream.answers`). */
   readonly shape: ItemsShape;
   /** The request every page extends with its page number and size. */
   readonly base: UpstreamRequest;

@@ -86,7 +86,7 @@ function writeChild(out: string[], node: XmlNode, options: WriteOptions, scope: 
 /**
  * Characters XML 1.0 does not allow at all (controls but tab and line breaks, U+FFFE/U+FFFF, lone
  * surrogates). Caller-supplied text can hold them (a SOAPAction of `%01` is echoed in its fault);
- * written as they are they would make the answer unreadable, so they become U+FFFD.
+ * written as they are they would make the reply unreadable, so they become U+FFFD.
  */
 const FORBIDDEN =
   '[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\uFFFE\\uFFFF]|[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]';

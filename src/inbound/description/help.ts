@@ -106,7 +106,7 @@ function replacementTable(op: OperationSpec, profiles: PagingProfiles): string[]
 
 /**
  * The generator's HTTP POST test form: one text field per parameter, in declaration order, posted to
- * `index.asmx/{Op}` into a new window, whose answer is the operation's XML document (§6.4).
+ * `index.asmx/{Op}` into a new window, whose reply is the operation's XML document (§6.4).
  */
 function testForm(url: string, op: OperationSpec): string[] {
   return [

@@ -11,7 +11,7 @@ import { faultEnvelope, soapContentType, successEnvelope } from './write.js';
 
 /**
  * The SOAP 1.1 and 1.2 bindings, one protocol as in ASMX: POST to the service path itself. The
- * version is read from the request; the answer or fault is written in it (docs/wire.md §2–§5).
+ * version is read from the request; the reply or fault is written in it (docs/wire.md §2–§5).
  */
 export function soapBinding(service: Config['service']): Binding<SoapVersion> {
   const { namespace } = service;

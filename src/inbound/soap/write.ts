@@ -3,7 +3,7 @@ import type { OperationSpec } from '../../operations.js';
 import { soapContent, type Page } from '../../xml/compact.js';
 import { XML_DECLARATION, escapeText, writeXml } from '../../xml/write.js';
 
-/** SOAP answers byte for byte as ASMX writes them (docs/wire.md §4, §5.1): one line, no trailing newline. */
+/** SOAP replies byte for byte as ASMX writes them (docs/wire.md §4, §5.1): one line, no trailing newline. */
 
 export const SOAP11_NS = 'http://schemas.xmlsoap.org/soap/envelope/';
 export const SOAP12_NS = 'http://www.w3.org/2003/05/soap-envelope';
