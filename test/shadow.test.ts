@@ -5,7 +5,7 @@ import type { Json } from '../src/config/validate.js';
 import type { Caller } from '../src/clients/directory.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { start, type Running } from '../src/start/main.js';
-import { compareAnswers, DIFF_TEXT_LIMIT } from '../src/origin/compare.js';
+import { compareReplies, DIFF_TEXT_LIMIT } from '../src/origin/compare.js';
 import { bucketOf, routeOf } from '../src/origin/routes.js';
 import type { LegacyRoute } from '../src/config/schema.js';
 import { CALL_BINDINGS, legacyCall } from './support/calls.js';
@@ -52,23 +52,23 @@ describe('comparing two answers (pure)', () => {
         `<searchResultItem price="4" id="2"><title>Cat</title></searchResultItem></mainResults></searchResultSet></r:SearchResult></r:SearchResponse>`,
       'env',
     );
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), ok(other))).toBeNull();
+    expect(compareReplies('soap11', ok(searchAnswer(items)), ok(other))).toBeNull();
   });
 
   it('names the first differing attribute, text or item by its path, with both values', () => {
     const changedPrice = items.replace('price="4"', 'price="5"');
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), ok(searchAnswer(changedPrice)))).toEqual({
+    expect(compareReplies('soap11', ok(searchAnswer(items)), ok(searchAnswer(changedPrice)))).toEqual({
       path: '/SearchResult/searchResultSet/mainResults/searchResultItem[2]/@price',
       translated: '4',
       legacy: '5',
     });
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), ok(searchAnswer(items.replace('Cat', 'Cow'))))).toEqual({
+    expect(compareReplies('soap11', ok(searchAnswer(items)), ok(searchAnswer(items.replace('Cat', 'Cow'))))).toEqual({
       path: '/SearchResult/searchResultSet/mainResults/searchResultItem[2]/title/text()',
       translated: '"Cat"',
       legacy: '"Cow"',
     });
     const oneItem = items.slice(0, items.indexOf('</searchResultItem>') + '</searchResultItem>'.length);
-    expect(compareAnswers('soap11', ok(searchAnswer(oneItem)), ok(searchAnswer(items)))).toEqual({
+    expect(compareReplies('soap11', ok(searchAnswer(oneItem)), ok(searchAnswer(items)))).toEqual({
       path: '/SearchResult/searchResultSet/mainResults/searchResultItem[2]',
       translated: '(none)',
       legacy: '<searchResultItem id="2" price="4"><title>"Cat"</title></searchResultItem>',
@@ -77,29 +77,29 @@ describe('comparing two answers (pure)', () => {
 
   it('compares names by namespace, not by prefix', () => {
     const namespaced = items.replace('<searchResultItem id="1"', '<searchResultItem xmlns="urn:other" id="1"');
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), ok(searchAnswer(namespaced)))?.path).toBe(
+    expect(compareReplies('soap11', ok(searchAnswer(items)), ok(searchAnswer(namespaced)))?.path).toBe(
       '/SearchResult/searchResultSet/mainResults/searchResultItem[1]',
     );
   });
 
   it('a fault on one side and a result on the other differ; two faults agree when their codes do', () => {
     const fault = soapFault('soap:Server', 'Server was unable to process request. ---> Unable to connect to the remote server');
-    const diff = compareAnswers('soap11', ok(searchAnswer(items)), fault);
+    const diff = compareReplies('soap11', ok(searchAnswer(items)), fault);
     expect(diff?.path).toBe('/');
     expect(diff?.translated).toMatch(/^result <\{http:\/\/tempuri.org\/\}SearchResult><searchResultSet total="2">/);
     expect(diff?.legacy).toBe('fault Server: Server was unable to process request. ---> Unable to connect to the remote server');
-    expect(compareAnswers('soap11', fault, soapFault('soap:Server', 'another text'))).toBeNull();
-    expect(compareAnswers('soap11', fault, soapFault('soap:Client', 'another text'))?.path).toBe('/');
+    expect(compareReplies('soap11', fault, soapFault('soap:Server', 'another text'))).toBeNull();
+    expect(compareReplies('soap11', fault, soapFault('soap:Client', 'another text'))?.path).toBe('/');
   });
 
   it('HTTP GET/POST: the documents compare; a 500 text against a document is a mismatch', () => {
     const document = (price: string): string =>
       `<?xml version="1.0" encoding="utf-8"?>\r\n<searchResultSet total="1">\r\n  <item price="${price}" />\r\n</searchResultSet>`;
-    expect(compareAnswers('httpGet', ok(document('1')), ok(document('1').replace(/\r\n */g, '')))).toBeNull();
-    expect(compareAnswers('httpPost', ok(document('1')), ok(document('2')))?.path).toBe('/searchResultSet/item/@price');
+    expect(compareReplies('httpGet', ok(document('1')), ok(document('1').replace(/\r\n */g, '')))).toBeNull();
+    expect(compareReplies('httpPost', ok(document('1')), ok(document('2')))?.path).toBe('/searchResultSet/item/@price');
     const error = { status: 500, body: 'Unable to connect to the remote server\r\n' };
-    expect(compareAnswers('httpGet', error, { ...error, body: 'another text\r\n' })).toBeNull();
-    expect(compareAnswers('httpGet', ok(document('1')), error)).toMatchObject({
+    expect(compareReplies('httpGet', error, { ...error, body: 'another text\r\n' })).toBeNull();
+    expect(compareReplies('httpGet', ok(document('1')), error)).toMatchObject({
       path: '/',
       legacy: 'fault HTTP 500: Unable to connect to the remote server\r\n',
     });
@@ -107,11 +107,11 @@ describe('comparing two answers (pure)', () => {
 
   it('cuts each value and the path, and never shows the caller key, even where an answer echoes it', () => {
     const long = 'x'.repeat(1000);
-    const diff = compareAnswers('soap11', ok(searchAnswer(items)), ok(searchAnswer(items.replace('Cat', long))));
+    const diff = compareReplies('soap11', ok(searchAnswer(items)), ok(searchAnswer(items.replace('Cat', long))));
     expect(diff?.legacy).toBe(`"${'x'.repeat(DIFF_TEXT_LIMIT - 1)}…`);
     const deep = (name: string): string => `<searchResultSet>${`<${name}>`.repeat(60)}1${`</${name}>`.repeat(60)}</searchResultSet>`;
-    expect(compareAnswers('httpGet', ok(deep('level')), ok(deep('level').replace('1', '2')))?.path).toHaveLength(DIFF_TEXT_LIMIT + 1);
-    const echoed = compareAnswers(
+    expect(compareReplies('httpGet', ok(deep('level')), ok(deep('level').replace('1', '2')))?.path).toHaveLength(DIFF_TEXT_LIMIT + 1);
+    const echoed = compareReplies(
       'soap11',
       ok(searchAnswer(items)),
       soapFault('soap:Client', 'Unknown apiKey secret-caller-key (secret-caller-key)'),
@@ -123,8 +123,8 @@ describe('comparing two answers (pure)', () => {
   it('never shows a key an answer quotes: an apiKey or appKey element or attribute is no difference, and shows redacted', () => {
     const quoting = (key: string): string =>
       `<searchResultSet><request appKey="${key}"><apiKey>${key}</apiKey><query>dog</query></request></searchResultSet>`;
-    expect(compareAnswers('httpGet', ok(quoting('k-one')), ok(quoting('k-two')))).toBeNull();
-    expect(compareAnswers('httpGet', ok('<searchResultSet />'), ok(quoting('k-two')))).toEqual({
+    expect(compareReplies('httpGet', ok(quoting('k-one')), ok(quoting('k-two')))).toBeNull();
+    expect(compareReplies('httpGet', ok('<searchResultSet />'), ok(quoting('k-two')))).toEqual({
       path: '/searchResultSet/request',
       translated: '(none)',
       legacy: '<request appKey="[redacted]"><apiKey>"[redacted]"</apiKey><query>"dog"</query></request>',
@@ -135,17 +135,17 @@ describe('comparing two answers (pure)', () => {
     const echoing = (text: string): string =>
       '<searchResultSet><p:Product xmlns:p="urn:K3ySecretQ7" p:KeyK3ySecretQ7="1">' +
       `<KeyK3ySecretQ7>${text}</KeyK3ySecretQ7></p:Product></searchResultSet>`;
-    expect(compareAnswers('httpGet', ok('<searchResultSet />'), ok(echoing('K3YSECRETQ7 \\u004B3ySecretQ7')), ['K3ySecretQ7'])).toEqual({
+    expect(compareReplies('httpGet', ok('<searchResultSet />'), ok(echoing('K3YSECRETQ7 \\u004B3ySecretQ7')), ['K3ySecretQ7'])).toEqual({
       path: '/searchResultSet/Product',
       translated: '(none)',
       legacy:
         '<{urn:[redacted]}Product {urn:[redacted]}Key[redacted]="1">' +
         '<Key[redacted]>"[redacted] [redacted]"</Key[redacted]></{urn:[redacted]}Product>',
     });
-    expect(compareAnswers('httpGet', ok(echoing('a')), ok(echoing('b')), ['K3ySecretQ7'])?.path).toBe(
+    expect(compareReplies('httpGet', ok(echoing('a')), ok(echoing('b')), ['K3ySecretQ7'])?.path).toBe(
       '/searchResultSet/Product/Key[redacted]/text()',
     );
-    expect(compareAnswers('httpGet', ok(echoing('a')), ok(echoing('a').replace('="1"', '="2"')), ['K3ySecretQ7'])?.path).toBe(
+    expect(compareReplies('httpGet', ok(echoing('a')), ok(echoing('a').replace('="1"', '="2"')), ['K3ySecretQ7'])?.path).toBe(
       '/searchResultSet/Product/@{urn:[redacted]}Key[redacted]',
     );
   });
@@ -153,19 +153,19 @@ describe('comparing two answers (pure)', () => {
   it('a value cut at the limit inside an echoed key shows no start of it, whatever its length or spelling', () => {
     const echo = (filler: number, key: string) => soapFault('soap:Client', `${'x'.repeat(filler)} ${dotnetUrlEncode(key)} is not a key`);
     // `fault Client: ` and 179 x's, then the key: the cut falls inside the marker.
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(179, 'a+b/c=d'), ['a+b/c=d'])?.legacy).toBe(
+    expect(compareReplies('soap11', ok(searchAnswer(items)), echo(179, 'a+b/c=d'), ['a+b/c=d'])?.legacy).toBe(
       `fault Client: ${'x'.repeat(179)} [redac…`,
     );
     // A key longer than all a diff reads of a value: redacted as far as it is read.
     const long = `${'k+'.repeat(150)}end`;
-    expect(compareAnswers('soap11', ok(searchAnswer(items)), echo(100, long), [long])?.legacy).toBe(
+    expect(compareReplies('soap11', ok(searchAnswer(items)), echo(100, long), [long])?.legacy).toBe(
       `fault Client: ${'x'.repeat(100)} [redacted]…`,
     );
   });
 
   it('reads answers with the safe parser: a DTD is refused, never expanded', () => {
     const withEntity = `<?xml version="1.0"?><!DOCTYPE searchResultSet [<!ENTITY e "expanded">]><searchResultSet>&e;</searchResultSet>`;
-    const diff = compareAnswers('httpGet', ok('<searchResultSet>expanded</searchResultSet>'), ok(withEntity));
+    const diff = compareReplies('httpGet', ok('<searchResultSet>expanded</searchResultSet>'), ok(withEntity));
     expect(diff).toMatchObject({ path: '/', legacy: expect.stringMatching(/^fault HTTP 200: <\?xml/) as unknown });
     expect(diff?.legacy).not.toContain('<searchResultSet>expanded');
   });

@@ -42,12 +42,12 @@ export interface RoutedCall {
   readonly translate: TranslatedPath;
 }
 
-export interface LegacyRouting {
+export interface OriginRouting {
   serve(route: LegacyRoute, routed: RoutedCall): Promise<Outcome>;
   close(): Promise<void>;
 }
 
-export interface LegacyRoutingOptions {
+export interface OriginRoutingOptions {
   readonly config: Pick<Config, 'legacy' | 'upstream'>;
   /** The upstream, for a translated path run in the background: its requests are not the call's. */
   readonly upstream: Fetcher;
@@ -55,7 +55,7 @@ export interface LegacyRoutingOptions {
   readonly log: FastifyBaseLogger;
 }
 
-export function createLegacyRouting({ config, upstream, registry, log }: LegacyRoutingOptions): LegacyRouting {
+export function createOriginRouting({ config, upstream, registry, log }: OriginRoutingOptions): OriginRouting {
   const shadows = createShadows(config.legacy.maxShadowsInFlight, registry, log);
   // The schema lets routes exist only with an origin (src/config/validate.ts).
   const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
@@ -75,7 +75,7 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   }
 
   /** The origin's reply read whole, for a comparison; its own deadline, whatever the caller does. */
-  async function legacySide(routed: RoutedCall, origin: LegacyOrigin): Promise<Side> {
+  async function originSide(routed: RoutedCall, origin: LegacyOrigin): Promise<Side> {
     try {
       const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent));
       return { status: relayed.status, body: Buffer.concat(await relayed.body.toArray()).toString('utf8') };
@@ -118,7 +118,7 @@ export function createLegacyRouting({ config, upstream, registry, log }: LegacyR
   /** Answered by the translated path; the origin is asked in the background. */
   async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     const compare = shadows.admit(shadowedCall(routed));
-    const legacy = compare === null ? null : legacySide(routed, origin);
+    const legacy = compare === null ? null : originSide(routed, origin);
     const outcome = routed.translate(routed.fetcher, routed.signal);
     if (compare !== null && legacy !== null) compare(outcome.then(sideOf), legacy);
     return outcome;

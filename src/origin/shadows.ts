@@ -42,8 +42,8 @@ export function createShadows(maxInFlight: number, registry: Registry, log: Fast
   });
   let inFlight = 0;
 
-  async function compare(call: ShadowedCall, translatedSide: Promise<Side>, legacySide: Promise<Side>): Promise<ShadowResult> {
-    const [translated, legacy] = await Promise.all([translatedSide, legacySide]);
+  async function compare(call: ShadowedCall, translatedSide: Promise<Side>, originSide: Promise<Side>): Promise<ShadowResult> {
+    const [translated, legacy] = await Promise.all([translatedSide, originSide]);
     const context = { operation: call.operation, binding: call.binding, client: call.client, requestId: call.requestId };
     if ('failed' in translated || 'failed' in legacy) {
       const failed = { translated: 'failed' in translated ? translated.failed : null, legacy: 'failed' in legacy ? legacy.failed : null };

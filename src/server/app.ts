@@ -12,7 +12,7 @@ import { createHitRecorder, type HitRecorder } from '../deprecation/hits.js';
 import { callBindings } from '../inbound/bindings.js';
 import { errorPage, type Reply } from '../inbound/reply.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
-import { createLegacyRouting } from '../origin/relay.js';
+import { createOriginRouting } from '../origin/relay.js';
 import { createPlanFetcher } from '../outbound/execute.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';
 import { createUpstreamHealth } from '../outbound/upstream-health.js';
@@ -138,7 +138,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     context: translateContext(config),
     fetchPlan: createPlanFetcher(config.upstream.maxConcurrentPages),
     refuse: refuser(config, hits, deps.now ?? Date.now),
-    legacy: legacyRouting(fastify, config, upstream, hits),
+    origin: originRouting(fastify, config, upstream, hits),
     hits,
     linkFor: deprecationSignals(config).linkFor,
   });
@@ -204,10 +204,10 @@ function refuser(config: Config, hits: HitRecorder, now: () => number) {
 }
 
 /** Shadow and passthrough (docs/migration.md §6), closed with the app. */
-function legacyRouting(fastify: FastifyInstance, config: Config, upstream: Upstream, hits: HitRecorder) {
-  const legacy = createLegacyRouting({ config, upstream, registry: hits.registry, log: fastify.log });
-  fastify.addHook('onClose', async () => legacy.close());
-  return legacy;
+function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstream, hits: HitRecorder) {
+  const origin = createOriginRouting({ config, upstream, registry: hits.registry, log: fastify.log });
+  fastify.addHook('onClose', async () => origin.close());
+  return origin;
 }
 
 const SERVICE_LISTENER = 'service';

@@ -17,7 +17,7 @@ import { errorPage, isRelayed } from '../inbound/reply.js';
 import { INTERNAL_ERROR } from '../messages.js';
 import type { Refuser } from '../brownouts/refusal.js';
 import { refusalReply } from '../brownouts/refusal.js';
-import type { LegacyRouting } from '../origin/relay.js';
+import type { OriginRouting } from '../origin/relay.js';
 import { routeName, routeOf } from '../origin/routes.js';
 import type { PlanFetcher } from '../outbound/execute.js';
 import type { Fetcher, Upstream } from '../outbound/upstream.js';
@@ -49,7 +49,7 @@ export interface CallPath {
   readonly context: TranslateContext;
   readonly fetchPlan: PlanFetcher;
   readonly refuse: Refuser;
-  readonly legacy: LegacyRouting;
+  readonly origin: OriginRouting;
   readonly hits: HitRecorder;
   /** The Link header of a reply whose call has a successor request. */
   readonly linkFor: (successor: string) => string;
@@ -173,7 +173,7 @@ async function route<W>(
     // Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.
     route = routeOf(path.config.legacy.routes, call.operation.name, caller);
     if (route === null) return { outcome: await translated(exchange.fetcher, exchange.signal), route };
-    const outcome = await path.legacy.serve(route, {
+    const outcome = await path.origin.serve(route, {
       call,
       binding: read.binding,
       caller,
