@@ -35,7 +35,19 @@ interface DefaultPaging {
 const SEARCH_RESULT_SET = { root: 'searchResultSet', items: 'mainResults', item: 'searchResultItem' } as const satisfies PageShape;
 
 /**
- * The `.cp` endpoints, each with the shape of its pages (`upstream.answers` in the configuration).
+ * How long an endpoint's pages may be served from the page cache (docs/fleet.md): fresh, then stale
+ * while one background request refreshes it, and stale instead of a fault while the upstream fails.
+ * Searches follow the catalog within a minute; a store's list and a product change more slowly.
+ */
+interface DefaultFreshness {
+  readonly freshSeconds: number;
+  readonly staleWhileRevalidateSeconds: number;
+  readonly staleIfErrorSeconds: number;
+}
+
+/**
+ * The `.cp` endpoints, each with the shape of its pages (`upstream.answers` in the configuration) and
+ * how long they may be cached (`cache.endpoints`).
  * A paged endpoint names its page parameters, the number of its first page and its largest page
  * (docs/upstream.md §3, §11.1): the defaults of its profile in the configuration (`paging.profiles`,
  * whose schema is built from this table). Only a paged endpoint can answer windows and whole lists.
@@ -44,13 +56,21 @@ export const UPSTREAM_ENDPOINTS = {
   '/product.search.cp': {
     paging: { pageParam: 'pageNumber', sizeParam: 'resultsPerPage', firstPage: 1, maxPageSize: 100 },
     page: SEARCH_RESULT_SET,
+    freshness: { freshSeconds: 60, staleWhileRevalidateSeconds: 60, staleIfErrorSeconds: 3600 },
   },
   '/product.searchForProductsOfStore.cp': {
     paging: { pageParam: 'page', sizeParam: 'pageSize', firstPage: 0, maxPageSize: 256 },
     page: SEARCH_RESULT_SET,
+    freshness: { freshSeconds: 300, staleWhileRevalidateSeconds: 300, staleIfErrorSeconds: 21_600 },
   },
-  '/product.searchForProduct.cp': { paging: null, page: SEARCH_RESULT_SET },
-} as const satisfies Readonly<Record<string, { readonly paging: DefaultPaging | null; readonly page: PageShape }>>;
+  '/product.searchForProduct.cp': {
+    paging: null,
+    page: SEARCH_RESULT_SET,
+    freshness: { freshSeconds: 300, staleWhileRevalidateSeconds: 300, staleIfErrorSeconds: 21_600 },
+  },
+} as const satisfies Readonly<
+  Record<string, { readonly paging: DefaultPaging | null; readonly page: PageShape; readonly freshness: DefaultFreshness }>
+>;
 
 export type UpstreamPath = keyof typeof UPSTREAM_ENDPOINTS;
 export type PagedPath = { [P in UpstreamPath]: (typeof UPSTREAM_ENDPOINTS)[P]['paging'] extends null ? never : P }[UpstreamPath];

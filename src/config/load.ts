@@ -6,7 +6,7 @@ import { validateConfig, type Json } from './validate.js';
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
  * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT,
- * UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL). The result is validated once at start-up; a bad value, an
+ * UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL). The result is validated once at start-up; a bad value, an
  * unknown key or an environment variable set but empty stops the process with a message naming it.
  */
 
@@ -22,6 +22,7 @@ const ENVIRONMENT: readonly {
   { name: 'UPSTREAM_URL', key: ['upstream', 'baseUrl'] },
   { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
+  { name: 'REDIS_URL', key: ['redis', 'url'] },
 ];
 
 /** `overrides` (for tests and embedding) are merged last, in order. */

@@ -38,6 +38,17 @@ export const FORMATS: Readonly<Record<string, (value: string) => string | undefi
     if (!decodes(parsed.username) || !decodes(parsed.password)) return 'must have its user name and password %-encoded';
     return undefined;
   },
+  'redis-url': (value) => {
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      return 'must be a redis:// or rediss:// URL';
+    }
+    if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return 'must be a redis:// or rediss:// URL';
+    if (parsed.hash !== '' || /#/.test(value)) return 'must not have a fragment';
+    return undefined;
+  },
   // One address, or a range in CIDR notation (`10.1.0.0/16`, `2001:db8::/32`).
   'ip-range': (value) => (ipRange(value) === null ? 'must be an IP address or a CIDR range such as "10.1.0.0/16"' : undefined),
   // With its offset (`Z` or `±hh:mm`): a date without one would depend on the machine's time zone.

@@ -1,4 +1,4 @@
-import Type, { type Static, type TEnumValue, type TObject, type TProperties, type TSchema, type TString } from 'typebox';
+import Type, { type Static, type TEnumValue, type TInteger, type TObject, type TProperties, type TSchema, type TString } from 'typebox';
 import { OPERATIONS, PAGED_PATHS, UPSTREAM_ENDPOINTS, type PagedPath, type UpstreamPath } from '../operations.js';
 import { MERCHANDISE } from './merchandise.js';
 
@@ -11,6 +11,8 @@ import { MERCHANDISE } from './merchandise.js';
  */
 
 const MAX_TIMEOUT_MS = 600_000;
+/** A week: past that a page is no longer the catalog. */
+const MAX_CACHE_SECONDS = 604_800;
 /** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
 const MIN_CLIENT_ID_KEY_LENGTH = 32;
 /** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */
@@ -46,6 +48,23 @@ const pageShapes = section(
       return [path, section({ root: elementName(root), items: elementName(items), item: elementName(item) })];
     }),
   ) as Record<UpstreamPath, TObject<{ root: TString; items: TString; item: TString }>>,
+);
+
+/** The page cache's freshness of every endpoint (docs/fleet.md), defaults from the operations table. */
+const freshness = section(
+  Object.fromEntries(
+    (Object.keys(UPSTREAM_ENDPOINTS) as UpstreamPath[]).map((path) => {
+      const { freshSeconds, staleWhileRevalidateSeconds, staleIfErrorSeconds } = UPSTREAM_ENDPOINTS[path].freshness;
+      return [
+        path,
+        section({
+          freshSeconds: integer(0, MAX_CACHE_SECONDS, freshSeconds),
+          staleWhileRevalidateSeconds: integer(0, MAX_CACHE_SECONDS, staleWhileRevalidateSeconds),
+          staleIfErrorSeconds: integer(0, MAX_CACHE_SECONDS, staleIfErrorSeconds),
+        }),
+      ];
+    }),
+  ) as Record<UpstreamPath, TObject<{ freshSeconds: TInteger; staleWhileRevalidateSeconds: TInteger; staleIfErrorSeconds: TInteger }>>,
 );
 
 /**
@@ -204,6 +223,40 @@ export const ConfigSchema = Type.Object(
       /** How often the upstream's health is probed when no upstream request has told it lately. */
       healthCheckIntervalMs: integer(1000, MAX_TIMEOUT_MS, 10_000),
       answers: pageShapes,
+      /**
+       * The upstream's budget for each appKey, shared by the fleet through Redis (docs/fleet.md): at
+       * most `requestsPerSecond` on average, `burst` at once. A request over it waits up to
+       * `maxWaitMs` for room, then its call is shed (503, Retry-After). `null`: no budget.
+       */
+      budget: section({
+        requestsPerSecond: nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })),
+        burst: integer(1, 1_000_000, 10),
+        maxWaitMs: integer(0, MAX_TIMEOUT_MS, 1000),
+      }),
+    }),
+    /**
+     * State shared by the fleet (docs/fleet.md): the page cache, the budget, page counts and the ledger.
+     * `null`: each instance keeps its own. Redis down or slow never fails a call: the instance falls
+     * back to its own state until Redis is back.
+     */
+    redis: section({
+      url: nullable(Type.String({ minLength: 1, format: 'redis-url' })),
+      /** Before every key, so that several fleets (or other programs) can share one Redis. */
+      keyPrefix: text('catalog-proxy:'),
+      /** Longer than this, a command counts as failed and the instance's own state answers. */
+      commandTimeoutMs: integer(1, 60_000, 250),
+      connectTimeoutMs: integer(1, MAX_TIMEOUT_MS, 2000),
+    }),
+    /**
+     * Upstream pages, kept as the checked bytes the proxy splices (docs/fleet.md), keyed by their exact
+     * upstream request: the appKey is part of the key unless `shareAcrossKeys`.
+     */
+    cache: section({
+      enabled: Type.Boolean({ default: true }),
+      /** The bytes of pages one instance keeps in memory, least recently used evicted first. */
+      maxBytes: integer(0, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
+      shareAcrossKeys: Type.Boolean({ default: false }),
+      endpoints: freshness,
     }),
     paging: section({
       legacyPageIndexBase: oneOf([0, 1], 0),

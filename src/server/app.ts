@@ -13,6 +13,7 @@ import { callBindings } from '../inbound/bindings.js';
 import { errorPage, type Reply } from '../inbound/reply.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
 import { createOriginRouting } from '../origin/relay.js';
+import { createShared, type Shared } from '../redis/shared.js';
 import { createPlanFetcher } from '../outbound/execute.js';
 import { createUpstream, type Upstream } from '../outbound/upstream.js';
 import { createUpstreamHealth } from '../outbound/upstream-health.js';
@@ -52,6 +53,8 @@ export interface App {
   readonly health: Health;
   /** The path of one call, as the dispatcher takes it (for a binding of the caller's own, such as a test's). */
   readonly serveCall: CallServer;
+  /** The fleet's shared state (`redis`), or this instance's own when none is configured. */
+  readonly shared: Shared;
 }
 
 /** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
@@ -114,6 +117,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
 
   const hits = createHitRecorder(fastify.log, deps.hitLogger);
   fastify.addHook('onClose', async () => hits.close());
+  const shared = createShared(config.redis, hits.registry, fastify.log);
+  fastify.addHook('onClose', async () => shared.close());
   const upstreamHealth = createUpstreamHealth({
     probe: () => upstream.reachable(),
     intervalMs: config.upstream.healthCheckIntervalMs,
@@ -175,7 +180,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // Methods fastify does not route (PROPFIND, MKCOL, …) would get its JSON 404: dispatch them too,
   // so that they get the ASMX answer to an unknown method (405 or 500, docs/wire.md §1).
   fastify.setNotFoundHandler(dispatch);
-  return { fastify, hits, admin, health, serveCall };
+  return { fastify, hits, admin, health, serveCall, shared };
 }
 
 /**

@@ -1,0 +1,138 @@
+import { Redis } from 'ioredis';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Config } from '../config/schema.js';
+
+/**
+ * The fleet's shared state (docs/fleet.md): one Redis connection for the page cache, the budget, the
+ * page counts and the ledger, with the rule every user of it follows: Redis down or slow never fails a
+ * call. Each use names what the instance does on its own instead (`fallback`); the first failure of an
+ * outage is said once in the log and `redis_up` drops to 0, and sharing resumes by itself when Redis
+ * answers again (ioredis reconnects with a backoff).
+ */
+
+/** What a user of the shared state needs: Redis when it can be had, and what happens when it cannot. */
+export interface Shared {
+  /** Whether Redis is configured at all; when not, every `run` takes its fallback and says nothing. */
+  readonly configured: boolean;
+  /** Whether the last command worked (and Redis is connected): a user may skip Redis while it is not. */
+  available(): boolean;
+  /**
+   * `command` against Redis within `redis.commandTimeoutMs`; on any failure (not connected, an error,
+   * too slow), `fallback`, and the outage is reported. `use` names the purpose in the metric.
+   */
+  run<T>(use: SharedUse, command: (redis: Redis) => Promise<T>, fallback: () => T): Promise<T>;
+  /** A key of this fleet: `redis.keyPrefix` before `parts` joined with `:`. */
+  key(...parts: readonly string[]): string;
+  close(): Promise<void>;
+}
+
+export type SharedUse = 'cache' | 'lock' | 'budget' | 'pageCounts' | 'ledger';
+
+export interface SharedLog {
+  warn(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+}
+
+const TRIAL_INTERVAL_MS = 1000;
+
+/** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
+const reconnectDelayMs = (attempt: number): number => Math.min(50 * 2 ** attempt, 2000);
+
+export function createShared(config: Config['redis'], registry: Registry, log: SharedLog): Shared {
+  const fallbacks = new Counter({
+    name: 'redis_fallbacks_total',
+    help: 'Uses of the shared state that Redis could not serve (down, slow or failing), so this instance used its own state instead.',
+    labelNames: ['use'],
+    registers: [registry],
+  });
+  if (config.url === null) return unshared(config.keyPrefix);
+
+  let up = false;
+  /** Whether an outage has been said (so that a recovery is said too). */
+  let said = false;
+  /** When a command last tried Redis during an outage of commands on a live connection. */
+  let lastTrial = 0;
+  new Gauge({
+    name: 'redis_up',
+    help: 'Whether Redis (redis.url) answered the last command (1) or this instance is on its own state (0).',
+    registers: [registry],
+    collect() {
+      this.set(up ? 1 : 0);
+    },
+  });
+  const redis = new Redis(config.url, {
+    // Fail at once while disconnected rather than queue: the caller's fallback is the answer.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: config.connectTimeoutMs,
+    commandTimeout: config.commandTimeoutMs,
+    retryStrategy: reconnectDelayMs,
+  });
+  const wentDown = (err: unknown): void => {
+    if (!up && said) return;
+    up = false;
+    said = true;
+    log.warn(
+      { event: 'redis_unavailable', err: { code: errorCode(err), message: errorMessage(err) } },
+      'Redis is unavailable: this instance uses its own cache, budget, page counts and ledger until it is back',
+    );
+  };
+  const cameBack = (): void => {
+    if (up) return;
+    if (said) log.info({ event: 'redis_recovered' }, 'Redis is back: the fleet shares its state again');
+    up = true;
+  };
+  redis.on('ready', cameBack);
+  // ioredis emits an error for every failed reconnection attempt; the outage is said once.
+  redis.on('error', wentDown);
+  redis.on('close', () => {
+    if (up) wentDown(new Error('connection closed'));
+  });
+
+  return {
+    configured: true,
+    available: () => up,
+    async run(use, command, fallback) {
+      // Commands that timed out on a connection still open: one command a second tries Redis again.
+      const trial = !up && redis.status === 'ready' && performance.now() - lastTrial >= TRIAL_INTERVAL_MS;
+      if (!up && !trial) {
+        fallbacks.inc({ use });
+        return fallback();
+      }
+      if (trial) lastTrial = performance.now();
+      try {
+        const result = await command(redis);
+        cameBack();
+        return result;
+      } catch (err) {
+        fallbacks.inc({ use });
+        wentDown(err);
+        return fallback();
+      }
+    },
+    key: (...parts) => config.keyPrefix + parts.join(':'),
+    async close() {
+      redis.disconnect(false);
+    },
+  };
+}
+
+function unshared(keyPrefix: string): Shared {
+  return {
+    configured: false,
+    available: () => false,
+    run: async (_use, _command, fallback) => fallback(),
+    key: (...parts) => keyPrefix + parts.join(':'),
+    close: async () => {},
+  };
+}
+
+function errorCode(err: unknown): string | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : null;
+}
+
+/** ioredis's messages name the host and port, never the URL's password; the URL itself is never logged. */
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
