@@ -40,6 +40,11 @@ export type FailureReason =
   | 'legacy_origin'
   /** A passthrough: the legacy origin answered with a status of 400 or more, relayed as it is. */
   | 'legacy_fault'
+  /**
+   * Shed: the upstream's budget for the appKey (`upstream.budget`) had no room within its wait, or the
+   * upstream said the key is over its limits (Mashery's 403 over QPS or rate) and no stale page could stand in.
+   */
+  | 'budget'
   /** A defect: something threw that is none of the above. */
   | 'internal';
 
@@ -117,6 +122,26 @@ export class UpstreamError extends CallError {
   /** The upstream's HTTP status, where the failure is about one. */
   get status(): number | null {
     return 'status' in this.failure ? this.failure.status : null;
+  }
+}
+
+/**
+ * No upstream request could be made for the call within its budget (docs/fleet.md): the call is shed
+ * with 503 Server Too Busy and `Retry-After`, as one past `server.maxConcurrentCalls` is, never
+ * answered with a fault the caller would take for the catalog's.
+ */
+export class UpstreamBusy extends CallError {
+  readonly reason = 'budget';
+  /** When the budget (or the upstream's own pause) has room again; at least 1. */
+  readonly retryAfterSeconds: number;
+  /** What said no: the fleet's own budget, or the upstream's 403 over QPS or rate. */
+  readonly source: 'budget' | 'upstream';
+
+  constructor(retryAfterSeconds: number, source: 'budget' | 'upstream') {
+    super(`The upstream budget of this appKey has no room for ${retryAfterSeconds} s (${source}).`);
+    this.name = 'UpstreamBusy';
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+    this.source = source;
   }
 }
 

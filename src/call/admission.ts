@@ -23,6 +23,11 @@ export function createAdmission(maxConcurrentCalls: number, retryAfterSeconds: n
     leave() {
       inFlight--;
     },
-    shedReply: { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(retryAfterSeconds) } },
+    shedReply: shedReply(retryAfterSeconds),
   };
+}
+
+/** ASP.NET's 503 Server Too Busy, with when to try again. */
+export function shedReply(retryAfterSeconds: number): Reply {
+  return { ...errorPage(503, SERVER_TOO_BUSY), headers: { 'retry-after': String(retryAfterSeconds) } };
 }

@@ -1,7 +1,7 @@
 import type { Caller } from '../clients/directory.js';
 import type { RouteName } from '../config/schema.js';
 import type { DeprecationHit } from '../deprecation/hits.js';
-import { CallRefused, failureReason } from '../errors.js';
+import { CallRefused, failureReason, UpstreamBusy } from '../errors.js';
 import type { Read } from '../inbound/binding.js';
 import { redactCallerText } from '../redaction/caller-text.js';
 import type { Outcome } from './outcome.js';
@@ -20,6 +20,12 @@ export interface CallRecord {
   readonly upstreamRequests: number;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
+}
+
+function outcomeOf({ shed, outcome: { failure } }: CallRecord): DeprecationHit['outcome'] {
+  if (shed || failure instanceof UpstreamBusy) return 'shed';
+  if (failure === null) return 'ok';
+  return failure instanceof CallRefused ? 'refused' : 'fault';
 }
 
 /** The deprecation hit of a call: the same fields whatever its binding and outcome. */
@@ -42,7 +48,7 @@ export function hitOf(record: CallRecord): DeprecationHit {
     replacement: operation?.replacement ?? '',
     successor: outcome.successor,
     route: record.route,
-    outcome: record.shed ? 'shed' : reason === null ? 'ok' : failure instanceof CallRefused ? 'refused' : 'fault',
+    outcome: outcomeOf(record),
     reason,
     status: outcome.reply.status,
     durationMs: Math.round(record.durationMs * 1000) / 1000,

@@ -1,14 +1,16 @@
+import { UpstreamBusy } from '../errors.js';
 import type { Binding } from '../inbound/binding.js';
 import type { PlanFetcher } from '../outbound/execute.js';
 import type { Fetcher } from '../outbound/upstream.js';
 import type { LegacyCall } from '../operations.js';
 import type { WrittenOutcome } from './outcome.js';
+import { shedReply } from './admission.js';
 import type { Planned } from './plan.js';
 
 /**
  * The translated path: the plan's pages fetched and assembled into the result (`fetchPlan`), written
- * by the binding; any failure written as the binding's fault or error text. Rejects only on a
- * binding's own defect.
+ * by the binding; any failure written as the binding's fault or error text, but a call over the
+ * upstream budget, which is shed. Rejects only on a binding's own defect.
  */
 export async function translatedOutcome<W>(
   binding: Binding<W>,
@@ -24,6 +26,8 @@ export async function translatedOutcome<W>(
     const result = await fetchPlan(planned.plan, upstream, signal);
     return { reply: binding.write(result, call, wire), failure: null, successor: planned.successor };
   } catch (err) {
-    return { reply: binding.writeError(err, wire), failure: err, successor: planned.successor };
+    // Over the upstream budget: shed, as a call past the concurrency limit is, not a fault.
+    const reply = err instanceof UpstreamBusy ? shedReply(err.retryAfterSeconds) : binding.writeError(err, wire);
+    return { reply, failure: err, successor: planned.successor };
   }
 }

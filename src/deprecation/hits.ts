@@ -35,7 +35,8 @@ export interface DeprecationHit {
   /** The path that answered: the translation, the legacy origin as it is, or one of them with the other shadowing (docs/migration.md §6). */
   readonly route: RouteName;
   /**
-   * `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight; `refused`: in a
+   * `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight (`reason` null) or the
+   * upstream budget had no room (`reason` `budget`); `refused`: in a
    * brownout or after sunset (`reason` says which), with the fault that names the replacement.
    */
   readonly outcome: 'ok' | 'fault' | 'shed' | 'refused';
