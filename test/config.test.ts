@@ -101,6 +101,15 @@ describe('configuration validation', () => {
     );
   });
 
+  it('takes REDIS_URL as redis.url, a redis:// or rediss:// URL, and never shows its password', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://:pw@10.0.0.5:6380/2' }).redis.url).toBe('redis://:pw@10.0.0.5:6380/2');
+    expect(loadConfig({ REDIS_URL: 'rediss://cache.internal' }).redis.url).toBe('rediss://cache.internal');
+    expect(() => loadConfig({ REDIS_URL: 'http://user:s3cret-pass@cache.internal' })).toThrow(
+      'Invalid configuration: REDIS_URL (redis.url) must be a redis:// or rediss:// URL, got "http://***@cache.internal".',
+    );
+    expect(() => loadConfig({ REDIS_URL: '' })).toThrow('REDIS_URL');
+  });
+
   it('ships config/default.json equal to the defaults of the schema', () => {
     const shipped = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'config', 'default.json'), 'utf8')) as Json;
     expect(shipped).toEqual(validateConfig({}));

@@ -1,0 +1,136 @@
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createShared, type Shared, type SharedLog } from '../src/redis/shared.js';
+import { requireClient, skipClientSuite } from './support/clients.js';
+import { redisInstalled, startRedis, type RedisServer } from './support/redis.js';
+
+/** The fleet's shared state (src/redis/shared.ts): Redis when it answers, the instance's own state when not. */
+
+interface Line {
+  readonly level: 'warn' | 'info';
+  readonly fields: Record<string, unknown>;
+  readonly message: string;
+}
+
+function recordingLog(): SharedLog & { readonly lines: Line[] } {
+  const lines: Line[] = [];
+  return {
+    lines,
+    warn: (fields, message) => lines.push({ level: 'warn', fields: fields as Record<string, unknown>, message }),
+    info: (fields, message) => lines.push({ level: 'info', fields: fields as Record<string, unknown>, message }),
+  };
+}
+
+const settings = (url: string | null) => ({ url, keyPrefix: 'test:', commandTimeoutMs: 200, connectTimeoutMs: 500 });
+
+async function metric(registry: Registry, name: string): Promise<number> {
+  const found = (await registry.getMetricsAsJSON()).find((each) => each.name === name);
+  return (found?.values ?? []).reduce((sum, value) => sum + value.value, 0);
+}
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe('without redis.url', () => {
+  it('takes every fallback, says nothing and exports no redis_up', async () => {
+    const registry = new Registry();
+    const log = recordingLog();
+    const shared = createShared(settings(null), registry, log);
+    expect(shared.configured).toBe(false);
+    expect(
+      await shared.run(
+        'cache',
+        async () => 'from redis',
+        () => 'own',
+      ),
+    ).toBe('own');
+    expect(shared.key('page', 'abc')).toBe('test:page:abc');
+    expect(log.lines).toEqual([]);
+    expect((await registry.getMetricsAsJSON()).map((each) => each.name)).not.toContain('redis_up');
+    await shared.close();
+  });
+});
+
+describe.skipIf(skipClientSuite(redisInstalled))('with a real redis-server', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    requireClient(redisInstalled, 'redis-server is not installed (apt-get install redis-server)');
+    redis = await startRedis();
+  });
+  afterAll(async () => redis?.stop());
+
+  it('uses Redis while it answers, falls back at once while it is away (said once), and shares again when it is back', async () => {
+    const registry = new Registry();
+    const log = recordingLog();
+    const shared: Shared = createShared(settings(redis.url), registry, log);
+    try {
+      await until(() => shared.available(), 5000);
+      expect(
+        await shared.run(
+          'cache',
+          (client) => client.set(shared.key('k'), 'v').then(() => client.get(shared.key('k'))),
+          () => 'own',
+        ),
+      ).toBe('v');
+      expect(await metric(registry, 'redis_up')).toBe(1);
+
+      await redis.kill();
+      const started = performance.now();
+      const answers = [];
+      for (let index = 0; index < 20; index++)
+        answers.push(
+          await shared.run(
+            'budget',
+            async (client) => client.get('x'),
+            () => 'own',
+          ),
+        );
+      expect(answers).toEqual(Array(20).fill('own'));
+      // Never a wait on a Redis that is away: 20 calls well within one command timeout each.
+      expect(performance.now() - started).toBeLessThan(20 * 200);
+      expect(await metric(registry, 'redis_up')).toBe(0);
+      expect(await metric(registry, 'redis_fallbacks_total')).toBeGreaterThanOrEqual(19);
+      expect(log.lines.filter((line) => line.fields.event === 'redis_unavailable')).toHaveLength(1);
+
+      await redis.restart();
+      await until(() => shared.available(), 10_000);
+      expect(
+        await shared.run(
+          'cache',
+          async (client) => client.ping(),
+          () => 'own',
+        ),
+      ).toBe('PONG');
+      expect(log.lines.map((line) => line.fields.event)).toEqual(['redis_unavailable', 'redis_recovered']);
+      expect(await metric(registry, 'redis_up')).toBe(1);
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it('never logs the password of redis.url, even when Redis refuses it', async () => {
+    const guarded = await startRedis({ password: 'the-right-one' });
+    const log = recordingLog();
+    const shared = createShared(settings(guarded.url.replace('redis://', 'redis://:S3cretRedisPass@')), new Registry(), log);
+    try {
+      await until(() => log.lines.length > 0, 5000);
+      expect(log.lines[0]?.fields.event).toBe('redis_unavailable');
+      expect(
+        await shared.run(
+          'cache',
+          async () => 'from redis',
+          () => 'own',
+        ),
+      ).toBe('own');
+      expect(JSON.stringify(log.lines)).not.toContain('S3cretRedisPass');
+    } finally {
+      await shared.close();
+      await guarded.stop();
+    }
+  });
+});
