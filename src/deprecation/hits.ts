@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/binding.js';
-import { Ledger } from './ledger.js';
+import { Ledger, type LedgerHit } from './ledger.js';
 import type { RouteName } from '../config/schema.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
@@ -77,13 +77,28 @@ const SHED_WARNING_INTERVAL_MS = 10_000;
 /** From a cached page (5 ms) to a call that hits its deadline (the default callTimeoutMs is 30 s). */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/** The metrics of one app, the process's own (CPU, memory, event loop) among them. */
+export function createRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/** Where hits are counted besides the instance's own ledger: the fleet's (src/deprecation/fleet-ledger.ts). */
+export interface LedgerSink {
+  add(hit: LedgerHit, at: number): void;
+}
+
 /**
  * `log` takes the operators' lines (upstream failures, shed summaries); `hitLog` the hits, a channel
  * of their own that the operators' log level does not switch off.
  */
-export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLogger = log): HitRecorder {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+export function createHitRecorder(
+  registry: Registry,
+  log: FastifyBaseLogger,
+  hitLog: FastifyBaseLogger = log,
+  fleet: LedgerSink | null = null,
+): HitRecorder {
   const calls = new Counter({
     name: 'legacy_calls_total',
     help: 'Calls of deprecated legacy operations, by operation, binding, outcome and client (configured clients by name, everyone else as other).',
@@ -129,7 +144,9 @@ export function createHitRecorder(log: FastifyBaseLogger, hitLog: FastifyBaseLog
     registry,
     ledger,
     record(hit) {
-      ledger.add(hit, Date.now());
+      const at = Date.now();
+      ledger.add(hit, at);
+      fleet?.add(hit, at);
       calls.inc({ operation: hit.operation, binding: hit.binding, outcome: hit.outcome, client: hit.clientLabel });
       if (hit.outcome === 'shed') {
         shedCalls.inc();

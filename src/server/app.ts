@@ -8,7 +8,8 @@ import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
 import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
 import { deprecationSignals } from '../deprecation/headers.js';
-import { createHitRecorder, type HitRecorder } from '../deprecation/hits.js';
+import { createFleetLedger } from '../deprecation/fleet-ledger.js';
+import { createHitRecorder, createRegistry, type HitRecorder } from '../deprecation/hits.js';
 import { callBindings } from '../inbound/bindings.js';
 import { errorPage, type Reply } from '../inbound/reply.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
@@ -115,10 +116,16 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   fastify.addHook('onSend', async (request, reply) => addSignals(request, reply));
   readBodiesAsBytes(fastify);
 
-  const hits = createHitRecorder(fastify.log, deps.hitLogger);
-  fastify.addHook('onClose', async () => hits.close());
-  const shared = createShared(config.redis, hits.registry, fastify.log);
-  fastify.addHook('onClose', async () => shared.close());
+  const registry = createRegistry();
+  const shared = createShared(config.redis, registry, fastify.log);
+  const fleetLedger = createFleetLedger(shared);
+  const hits = createHitRecorder(registry, fastify.log, deps.hitLogger, fleetLedger);
+  fastify.addHook('onClose', async () => {
+    hits.close();
+    // What the fleet's ledger has not merged yet goes before the connection.
+    await fleetLedger?.close();
+    await shared.close();
+  });
   const upstreamHealth = createUpstreamHealth({
     probe: () => upstream.reachable(),
     intervalMs: config.upstream.healthCheckIntervalMs,
@@ -169,11 +176,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   // Before the catch-all route, which would otherwise take these paths.
   await fastify.register(probeRoutes, { health, upstream: null });
-  await fastify.register(operatorDataRoutes, { hits, paths: config.server.operatorOnServicePort });
+  await fastify.register(operatorDataRoutes, { hits, fleetLedger, paths: config.server.operatorOnServicePort });
   if (admin !== null) {
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
-    await admin.register(operatorDataRoutes, { hits, paths: OPERATOR_DATA_PATHS });
+    await admin.register(operatorDataRoutes, { hits, fleetLedger, paths: OPERATOR_DATA_PATHS });
     fastify.addHook('onClose', async () => admin.close());
   }
   fastify.all('/*', dispatch);

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
+import type { FleetLedger } from '../deprecation/fleet-ledger.js';
 import { ledgerPage } from '../deprecation/ledger.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
@@ -31,10 +32,12 @@ export async function probeRoutes(fastify: FastifyInstance, { health, upstream }
 
 export interface OperatorDataOptions {
   readonly hits: HitRecorder;
+  /** The fleet's ledger (`redis.url`); null: `/ledger` shows this instance's. */
+  readonly fleetLedger: FleetLedger | null;
   readonly paths: readonly OperatorDataPath[];
 }
 
-export async function operatorDataRoutes(fastify: FastifyInstance, { hits, paths }: OperatorDataOptions): Promise<void> {
+export async function operatorDataRoutes(fastify: FastifyInstance, { hits, fleetLedger, paths }: OperatorDataOptions): Promise<void> {
   if (paths.includes('/metrics')) {
     fastify.get('/metrics', async (_request, reply) => {
       reply.header('content-type', hits.registry.contentType);
@@ -43,8 +46,10 @@ export async function operatorDataRoutes(fastify: FastifyInstance, { hits, paths
   }
   if (paths.includes('/ledger')) {
     fastify.get('/ledger', async (request, reply) => {
-      const { status, body } = ledgerPage(hits.ledger, request.query);
-      return reply.code(status).send(body);
+      // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
+      const fleet = fleetLedger === null ? null : await fleetLedger.read();
+      const { status, body } = ledgerPage(fleet ?? hits.ledger, request.query);
+      return reply.code(status).send(status === 200 ? { ...body, scope: fleet === null ? 'instance' : 'fleet' } : body);
     });
   }
 }

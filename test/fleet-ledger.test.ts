@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
+import { Registry } from 'prom-client';
+import { createFleetLedger } from '../src/deprecation/fleet-ledger.js';
+import type { LedgerJson } from '../src/deprecation/ledger.js';
+import { createShared } from '../src/redis/shared.js';
+import type { Running } from '../src/start/main.js';
+import { requireClient, skipClientSuite } from './support/clients.js';
+import { TEST_CLIENT_ID_KEY } from './support/config.js';
+import { startProxy } from './support/proxy.js';
+import { redisInstalled, startRedis, type RedisServer } from './support/redis.js';
+
+/** `GET /ledger` with `redis.url`: the fleet's ledger, on every instance, even across a Redis outage. */
+
+type FleetLedgerJson = LedgerJson & { readonly scope: 'fleet' | 'instance' };
+
+describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)', () => {
+  let redis: RedisServer;
+  let first: Running;
+  let second: Running;
+
+  beforeAll(async () => {
+    requireClient(redisInstalled, 'redis-server is not installed (apt-get install redis-server)');
+    redis = await startRedis();
+    const shared = { redis: { url: redis.url, commandTimeoutMs: 200 }, deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } };
+    [first, second] = await Promise.all([startProxy(shared), startProxy(shared)]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([first?.stop(), second?.stop()]);
+    await redis?.stop();
+  });
+
+  const search = async (proxy: Running, apiKey: string): Promise<void> => {
+    const response = await fetch(`${proxy.url}/index.asmx/Search?query=dog&apiKey=${apiKey}`);
+    expect(response.status).toBe(200);
+    await response.text();
+  };
+
+  const ledgerOf = async (proxy: Running, client: string): Promise<FleetLedgerJson> => {
+    const response = await fetch(`${proxy.adminUrl}/ledger?client=${encodeURIComponent(client)}`);
+    expect(response.status).toBe(200);
+    return (await response.json()) as FleetLedgerJson;
+  };
+
+  /** The fleet's ledger read from `proxy`, once it counts `expected` calls of `client` (or 5 s have passed): merging takes a second. */
+  async function callsSeen(proxy: Running, client: string, expected: number): Promise<FleetLedgerJson> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const ledger = await ledgerOf(proxy, client);
+      if ((ledger.scope === 'fleet' && ledger.matched.calls === expected) || Date.now() > deadline) return ledger;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  it('counts the calls of every instance, whichever instance is asked', async () => {
+    const client = clientFingerprint('fleet-ledger-key', TEST_CLIENT_ID_KEY);
+    await search(first, 'fleet-ledger-key');
+    await search(second, 'fleet-ledger-key');
+    await search(second, 'fleet-ledger-key');
+    for (const proxy of [first, second]) {
+      const ledger = await callsSeen(proxy, client, 3);
+      expect(ledger.scope).toBe('fleet');
+      expect(ledger.entries.map(({ operation, binding, calls, outcomes }) => ({ operation, binding, calls, outcomes }))).toEqual([
+        { operation: 'Search', binding: 'httpGet', calls: 3, outcomes: { ok: 3, fault: 0, shed: 0, refused: 0 } },
+      ]);
+      expect(ledger.entries[0]?.example).toMatch(/^\/product\.search\.cp\?/);
+    }
+  });
+
+  it('while Redis is away, answers every call and shows the instance’s own ledger; once it is back, the calls made meanwhile are in the fleet’s', async () => {
+    const client = clientFingerprint('outage-ledger-key', TEST_CLIENT_ID_KEY);
+    await search(first, 'outage-ledger-key');
+    expect((await callsSeen(second, client, 1)).matched.calls).toBe(1);
+
+    await redis.kill();
+    await search(first, 'outage-ledger-key');
+    await search(second, 'outage-ledger-key');
+    const during = await ledgerOf(first, client);
+    expect(during.scope).toBe('instance');
+    expect(during.matched.calls).toBe(2);
+
+    // Redis comes back empty (no persistence): the fleet's count starts again from what is merged now.
+    await redis.restart();
+    await search(second, 'outage-ledger-key');
+    const after = await callsSeen(first, client, 3);
+    expect(after.scope).toBe('fleet');
+    // first's call during the outage and second's two calls since the kill; first's earlier call went with Redis.
+    expect(after.matched.calls).toBe(3);
+  });
+
+  it('folds new unnamed callers past maxEntries fleet-wide, never a configured client', async () => {
+    const quiet = { warn: () => {}, info: () => {} };
+    const settings = { url: redis.url, keyPrefix: 'fold-test:', commandTimeoutMs: 500, connectTimeoutMs: 1000 };
+    const shared = createShared(settings, new Registry(), quiet);
+    const ledger = createFleetLedger(shared, { maxEntries: 2, flushIntervalMs: 60_000 });
+    try {
+      const hit = (client: string, configured = false) => ({
+        client,
+        clientLabel: configured ? client : 'other',
+        operation: 'Search',
+        binding: 'soap11',
+        outcome: 'ok' as const,
+      });
+      const deadline = Date.now() + 5000;
+      while (!shared.available() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+      // Two merges, as two instances would make them: the second finds the fleet's ledger full.
+      for (const client of ['hmac:a', 'hmac:b']) ledger?.add(hit(client), Date.now());
+      await ledger?.flush();
+      for (const client of ['hmac:c', 'hmac:d']) ledger?.add(hit(client), Date.now());
+      ledger?.add(hit('warehouse', true), Date.now());
+      await ledger?.flush();
+      const read = await ledger?.read();
+      expect(read?.folded).toBe(2);
+      expect(
+        read
+          ?.entries()
+          .map((entry) => [entry.client, entry.calls])
+          .sort(),
+      ).toEqual([
+        ['hmac:a', 1],
+        ['hmac:b', 1],
+        ['other', 2],
+        ['warehouse', 1],
+      ]);
+    } finally {
+      await ledger?.close();
+      await shared.close();
+    }
+  });
+});
