@@ -20,7 +20,10 @@ interface Exit {
   readonly stderr: string;
 }
 
-function run(env: NodeJS.ProcessEnv, whileRunning?: (lines: AsyncIterator<string>, kill: () => void) => Promise<void>): Promise<Exit> {
+function run(
+  env: NodeJS.ProcessEnv,
+  whileRunning?: (lines: AsyncIterator<string>, kill: () => void, signal: (name: NodeJS.Signals) => void) => Promise<void>,
+): Promise<Exit> {
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -39,7 +42,12 @@ function run(env: NodeJS.ProcessEnv, whileRunning?: (lines: AsyncIterator<string
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
   return (async () => {
-    if (whileRunning) await whileRunning(recording, () => child.kill('SIGTERM'));
+    if (whileRunning)
+      await whileRunning(
+        recording,
+        () => child.kill('SIGTERM'),
+        (name) => child.kill(name),
+      );
     const code = await exited;
     clearTimeout(timer);
     for (let line = await recording.next(); !line.done; line = await recording.next());
@@ -209,6 +217,38 @@ describe('npm start', () => {
     });
     expect(forced.code).toBe(1);
     expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('on SIGHUP reads CONFIG_FILE again: new calls get it, what needs a restart is named, an invalid file is refused and the running one kept', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'proxy-reload-')), 'proxy.json');
+    writeFileSync(file, JSON.stringify({}));
+    const exit = await run({ CONFIG_FILE: file }, async (lines, kill, signal) => {
+      const { address } = await nextEvent(lines, 'listening');
+      expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(200);
+
+      const start = new Date(Date.now() - 60_000).toISOString();
+      writeFileSync(
+        file,
+        JSON.stringify({
+          server: { maxConcurrentCalls: 5 },
+          brownouts: [{ name: 'hup', operations: ['Search'], start, durationMinutes: 60 }],
+        }),
+      );
+      signal('SIGHUP');
+      const reloaded = await nextEvent(lines, 'config_reloaded');
+      expect(reloaded.restartNeeded).toEqual(['server']);
+      expect(reloaded.msg).toBe('Configuration reloaded: new calls use it, but server takes effect only after a restart');
+      const refused = await fetch(`${String(address)}/index.asmx/Search?query=dog`);
+      expect([refused.status, await refused.text()]).toEqual([500, expect.stringContaining('brownout &quot;hup&quot;')]);
+
+      writeFileSync(file, JSON.stringify({ brownouts: [{ name: 'hup', start: 'tomorrow', durationMinutes: 60 }] }));
+      signal('SIGHUP');
+      const invalid = await nextEvent(lines, 'config_reload_refused');
+      expect(invalid.msg).toMatch(/^Invalid configuration: brownouts\.0\.start .* The running configuration is kept\.$/);
+      expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(500);
+      kill();
+    });
+    expect(exit.code).toBe(0);
   });
 
   it('uses UPSTREAM_URL instead of the demo upstream', async () => {

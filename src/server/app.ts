@@ -6,6 +6,7 @@ import { createRefuser } from '../brownouts/refusal.js';
 import { scheduleOf } from '../brownouts/schedule.js';
 import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
+import { reloaded, type Reloaded } from '../config/reload.js';
 import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
 import { deprecationSignals } from '../deprecation/headers.js';
 import { createFleetLedger } from '../deprecation/fleet-ledger.js';
@@ -26,7 +27,8 @@ import { createHealth, type Health } from './health.js';
 import { requestUrl, send, servicePathOf } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
 import { createCallServer, type CallServer } from './serve-call.js';
-import { createSignalAdder } from './signals.js';
+import { createReloader, reloadRoute, type Reloader } from './reload.js';
+import { createSignalAdder, type SignalAdder } from './signals.js';
 
 /**
  * The HTTP front (docs/architecture.md): fastify with one catch-all route, the service dispatcher,
@@ -43,6 +45,8 @@ export interface AppDependencies {
   readonly hitLogger?: FastifyBaseLogger;
   /** The clock of the brownout schedule; `Date.now` when not given. */
   readonly now?: () => number;
+  /** Reads the configuration again for a reload (`POST /reload`, `App.reloadFromSource`); the one given when not. */
+  readonly configSource?: () => Config;
 }
 
 export interface App {
@@ -56,6 +60,10 @@ export interface App {
   readonly serveCall: CallServer;
   /** The fleet's shared state (`redis`), or this instance's own when none is configured. */
   readonly shared: Shared;
+  /** Applies `next` to the calls that start from now on, but for what only a restart applies (src/config/reload.ts). */
+  reload(next: Config): Reloaded;
+  /** Reads the configuration from `configSource` and applies it, or refuses it (src/server/reload.ts). */
+  readonly reloadFromSource: Reloader;
 }
 
 /** fastify's own errors that a request can cause, by code, as ASP.NET would have answered them. */
@@ -67,7 +75,10 @@ const FASTIFY_ERROR_REPLIES: Readonly<Record<string, Reply>> = {
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   loadCompactPass();
   const { servicePath, trustProxy } = config.server;
-  const addSignals = createSignalAdder(config, servicePath);
+  /** The configuration new calls get, and what the call path made of it (below). */
+  let running: Config;
+  let callPath: { readonly serveCall: CallServer; readonly addSignals: SignalAdder };
+  const addSignals: SignalAdder = (request, reply) => callPath.addSignals(request, reply);
   const fastify = Fastify({
     loggerInstance: deps.logger ?? pino({ level: config.log.level }),
     bodyLimit: config.server.bodyLimitBytes,
@@ -142,18 +153,42 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     if (!deps.upstream) await upstream.close();
   });
 
-  const serveCall = createCallServer({
-    config,
-    upstream,
-    identify: createClientDirectory(config.clients, config.deprecation.clientIdKey),
-    admission: createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds),
-    context: translateContext(config),
-    fetchPlan: createPlanFetcher(config.upstream.maxConcurrentPages),
-    refuse: refuser(config, hits, deps.now ?? Date.now),
-    origin: originRouting(fastify, config, upstream, hits),
-    hits,
-    linkFor: deprecationSignals(config).linkFor,
-  });
+  // Made once: what holds connections, counts or memory. What a configuration reload may change is
+  // made anew for each configuration (`callPathFor`); a call keeps the one it started with.
+  const admission = createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds);
+  const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages);
+  const origin = originRouting(fastify, config, upstream, hits);
+  const now = deps.now ?? Date.now;
+  let schedule = scheduleOf(config);
+  registerBrownoutGauge(hits.registry, () => schedule, now);
+  const callPathFor = (current: Config): { readonly serveCall: CallServer; readonly addSignals: SignalAdder } => {
+    schedule = scheduleOf(current);
+    return {
+      serveCall: createCallServer({
+        config: current,
+        upstream,
+        identify: createClientDirectory(current.clients, current.deprecation.clientIdKey),
+        admission,
+        context: translateContext(current),
+        fetchPlan,
+        refuse: createRefuser(schedule, now),
+        origin,
+        hits,
+        linkFor: deprecationSignals(current).linkFor,
+      }),
+      addSignals: createSignalAdder(current, servicePath),
+    };
+  };
+  running = config;
+  callPath = callPathFor(config);
+  const serveCall: CallServer = (binding, serviceRequest, request, reply) => callPath.serveCall(binding, serviceRequest, request, reply);
+  const reload = (next: Config): Reloaded => {
+    const applied = reloaded(running, next);
+    running = applied.config;
+    callPath = callPathFor(running);
+    return applied;
+  };
+  const reloadFromSource = createReloader(deps.configSource ?? (() => config), reload, fastify.log);
   const serveDescription = createDescriptionServer(config.server, config.service, config.paging.profiles);
   const dispatch = createDispatcher(servicePath, callBindings(config.service), serveCall, serveDescription);
 
@@ -181,13 +216,14 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
     await admin.register(operatorDataRoutes, { hits, fleetLedger, paths: OPERATOR_DATA_PATHS });
+    await admin.register(reloadRoute, { reload: reloadFromSource });
     fastify.addHook('onClose', async () => admin.close());
   }
   fastify.all('/*', dispatch);
   // Methods fastify does not route (PROPFIND, MKCOL, …) would get its JSON 404: dispatch them too,
   // so that they get the ASMX answer to an unknown method (405 or 500, docs/wire.md §1).
   fastify.setNotFoundHandler(dispatch);
-  return { fastify, hits, admin, health, serveCall, shared };
+  return { fastify, hits, admin, health, serveCall, shared, reload, reloadFromSource };
 }
 
 /**
@@ -206,13 +242,6 @@ function readBodiesAsBytes(fastify: FastifyInstance): void {
     request.sentContentType = request.headers['content-type'];
     request.raw.headers['content-type'] = 'application/octet-stream';
   });
-}
-
-/** Brownouts and sunset (docs/migration.md §5): the refusals, and the gauge of open windows. */
-function refuser(config: Config, hits: HitRecorder, now: () => number) {
-  const schedule = scheduleOf(config);
-  registerBrownoutGauge(hits.registry, schedule, now);
-  return createRefuser(schedule, now);
 }
 
 /** Shadow and passthrough (docs/migration.md §6), closed with the app. */

@@ -9,6 +9,7 @@ import { startDemoUpstream, type DemoUpstream } from '../demo/upstream.js';
 import { fixHeapGrowth } from './heap.js';
 import { redact } from '../redaction/redact.js';
 import { buildApp } from '../server/app.js';
+import type { ReloadOutcome } from '../server/reload.js';
 
 /**
  * Entry point: configuration, the upstream (the embedded demo one when none is configured), the
@@ -24,6 +25,8 @@ export interface Running {
   /** Where the operator listener listens (`server.adminPort`); null without one. */
   readonly adminUrl: string | null;
   readonly demo: DemoUpstream | undefined;
+  /** Reads the configuration again and applies it to new calls (SIGHUP); refused when it is invalid. */
+  reload(): ReloadOutcome;
   stop(): Promise<void>;
 }
 
@@ -43,13 +46,26 @@ export class StartRefused extends Error {
   }
 }
 
-/** `hitLogger` takes the deprecation hits; `logger` when not given. */
-export async function start(config: Config, logger: Logger, hitLogger: Logger = logger): Promise<Running> {
+/**
+ * `hitLogger` takes the deprecation hits; `logger` when not given. `source` reads the configuration
+ * again for a reload (SIGHUP, `POST /reload`); without it, a reload keeps `config`.
+ */
+export async function start(
+  config: Config,
+  logger: Logger,
+  hitLogger: Logger = logger,
+  source: () => Config = () => config,
+): Promise<Running> {
   let demo: DemoUpstream | undefined;
-  let effective = config;
+  /** A configuration as it runs: with the demo upstream's address and key when none is configured. */
+  let withUpstream = (given: Config): Config => given;
   if (config.upstream.baseUrl === null) {
-    demo = await startDemoUpstream(config);
-    effective = { ...config, upstream: { ...config.upstream, baseUrl: demo.url, appKey: config.upstream.appKey ?? DEMO_APP_KEY } };
+    const started = await startDemoUpstream(config);
+    demo = started;
+    withUpstream = (given) =>
+      given.upstream.baseUrl !== null
+        ? given
+        : { ...given, upstream: { ...given.upstream, baseUrl: started.url, appKey: given.upstream.appKey ?? DEMO_APP_KEY } };
     // Every start says so, at warn: a proxy answering real clients from the demo catalog must be seen.
     logger.warn({ event: 'demo_upstream', upstream: demo.url }, `No upstream configured: using the embedded demo upstream at ${demo.url}`);
   } else {
@@ -63,7 +79,11 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     );
   }
 
-  const { fastify, admin, health } = await buildApp(effective, { logger, hitLogger });
+  const { fastify, admin, health, reloadFromSource } = await buildApp(withUpstream(config), {
+    logger,
+    hitLogger,
+    configSource: () => withUpstream(source()),
+  });
   const { server } = config;
   const stopped = async (): Promise<void> => {
     await fastify.close();
@@ -93,6 +113,7 @@ export async function start(config: Config, logger: Logger, hitLogger: Logger = 
     url: address,
     adminUrl: adminAddress,
     demo,
+    reload: reloadFromSource,
     async stop() {
       // `/readyz` fails first, so that a load balancer stops sending calls before the listener closes.
       health.startDraining();
@@ -318,7 +339,15 @@ export async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  const startup = start(config, logger, hitLogger);
+  // SIGHUP reloads the configuration (docs/fleet.md); one that comes while starting waits for the start.
+  process.on('SIGHUP', () => {
+    startup.then((running) => running.reload()).catch(() => {});
+  });
+  const startup = start(config, logger, hitLogger, () => {
+    const next = loadConfig();
+    checkProduction(next);
+    return next;
+  });
   try {
     await startup;
   } catch (err) {
