@@ -204,9 +204,13 @@ type Destination = ReturnType<typeof destination>;
 /** What pino uses of a destination: it writes lines, and flushes them before the process exits. */
 type LineStream = Pick<Destination, 'write' | 'flush'>;
 
-/** JSON lines in the background, so that no call waits for its hit to reach the terminal or the log shipper. */
+/**
+ * JSON lines in the background, so that no call waits for its hit to reach the terminal or the log
+ * shipper. A minimum length of one byte writes each line as soon as it comes, as none would, and makes
+ * `flush(done)` wait for the line being written: with none, sonic-boom calls `done` at once.
+ */
 function lineStream(fd: number): Destination {
-  return destination({ dest: fd, sync: false });
+  return destination({ dest: fd, sync: false, minLength: 1 });
 }
 
 /**
@@ -295,8 +299,12 @@ export async function main(): Promise<void> {
   const logger = createOperatorLogger(config.log.level);
   /** Refused before any call: no hit has been written, only the operators' line to wait for. */
   const refuse = (err: StartRefused): void => {
-    logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
-    logger.flush(() => process.exit(1));
+    // pino writes a fatal line at once (flushSync): with an earlier line still on its way out in the
+    // background, the refusal would come out before it. So the earlier lines first.
+    logger.flush(() => {
+      logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
+      logger.flush(() => process.exit(1));
+    });
   };
   let hitLogger: Logger;
   try {
