@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { registerBrownoutGauge } from '../brownouts/gauge.js';
+import { createBudget } from '../budget/budget.js';
 import { createRefuser } from '../brownouts/refusal.js';
 import { scheduleOf } from '../brownouts/schedule.js';
 import { createAdmission } from '../call/admission.js';
@@ -134,16 +135,23 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     upstreamHealth.close();
     if (!deps.upstream) await upstream.close();
   });
+  // The appKey's budget (upstream.budget) before every upstream request of a call, a shadow's too.
+  const guarded = createBudget({ config: config.upstream.budget, shared, registry: hits.registry, log: fastify.log }).guard(upstream);
+  const budgeted: Upstream = {
+    fetch: (request, signal, requestId) => guarded.fetch(request, signal, requestId),
+    reachable: () => upstream.reachable(),
+    close: () => upstream.close(),
+  };
 
   const serveCall = createCallServer({
     config,
-    upstream,
+    upstream: budgeted,
     identify: createClientDirectory(config.clients, config.deprecation.clientIdKey),
     admission: createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds),
     context: translateContext(config),
     fetchPlan: createPlanFetcher(config.upstream.maxConcurrentPages),
     refuse: refuser(config, hits, deps.now ?? Date.now),
-    origin: originRouting(fastify, config, upstream, hits),
+    origin: originRouting(fastify, config, budgeted, hits),
     hits,
     linkFor: deprecationSignals(config).linkFor,
   });
