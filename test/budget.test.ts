@@ -367,5 +367,33 @@ describe.skipIf(skipClientSuite(redisServerInstalled))(
         await own.stop();
       }
     }, 30_000);
+
+    it('shares page counts: a store listed on one instance is asked for whole, all pages at once, on the other; no appKey in Redis', async () => {
+      const upstream = await timedUpstream(150);
+      const settings = shared();
+      const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+      const store = (base: string): Promise<Response> =>
+        fetch(
+          `${base}/index.asmx/StoreLookup?${new URLSearchParams({ storeId: 'big', apiKey: 'store-key-123', version: '1', productTypes: '' })}`,
+        );
+      expect((await store(a.base)).status).toBe(200);
+      // 600 items in pages of 256: the first page, then the two others once its total is known.
+      expect(upstream.arrivals).toHaveLength(3);
+      expect((upstream.arrivals[1] as number) - (upstream.arrivals[0] as number)).toBeGreaterThanOrEqual(140);
+      upstream.arrivals.length = 0;
+      expect((await store(b.base)).status).toBe(200);
+      expect(upstream.arrivals).toHaveLength(3);
+      expect(Math.max(...upstream.arrivals) - Math.min(...upstream.arrivals)).toBeLessThan(100);
+
+      const client = new Redis(redis.url);
+      try {
+        const keys = await client.keys(`test-${fleet}:*`);
+        expect(keys.filter((key) => key.includes(':pages:'))).toHaveLength(1);
+        const values = await Promise.all(keys.map((key) => client.get(key)));
+        expect(JSON.stringify([keys, values])).not.toContain('store-key-123');
+      } finally {
+        client.disconnect();
+      }
+    });
   },
 );

@@ -149,7 +149,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     identify: createClientDirectory(config.clients, config.deprecation.clientIdKey),
     admission: createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds),
     context: translateContext(config),
-    fetchPlan: createPlanFetcher(config.upstream.maxConcurrentPages),
+    fetchPlan: createPlanFetcher(config.upstream.maxConcurrentPages, shared),
     refuse: refuser(config, hits, deps.now ?? Date.now),
     origin: originRouting(fastify, config, budgeted, hits),
     hits,
