@@ -126,6 +126,27 @@ export class UpstreamError extends CallError {
 }
 
 /**
+ * The upstream's gateway (Mashery) refused the appKey as over its limits: a 403 with
+ * `X-Mashery-Error-Code` `ERR_403_DEVELOPER_OVER_QPS` or `…_OVER_RATE`, or a body saying
+ * `Developer Over Qps` / `Developer Over Rate` (docs/upstream.md §7.2). Worded and counted as the 403
+ * it is (the same failure, text and reason as any other 403), so that without a budget nothing
+ * changes; the budget (src/budget) recognises it, pauses the key fleet-wide for `retryAfterSeconds`
+ * and sheds the call instead.
+ */
+export class UpstreamOverLimit extends UpstreamError {
+  /** `qps`: too many requests this second; `rate`: the plan's quota for its period is spent. */
+  readonly limit: 'qps' | 'rate';
+  /** The gateway's `Retry-After`, or the default pause for the limit (src/outbound/upstream.ts). */
+  readonly retryAfterSeconds: number;
+
+  constructor(failure: UpstreamFailure, limit: 'qps' | 'rate', retryAfterSeconds: number) {
+    super(failure);
+    this.limit = limit;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
  * No upstream request could be made for the call within its budget (docs/fleet.md): the call is shed
  * with 503 Server Too Busy and `Retry-After`, as one past `server.maxConcurrentCalls` is, never
  * answered with a fault the caller would take for the catalog's.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../src/start/main.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { startProxy } from './support/proxy.js';
+import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 
 /**
  * The Grafana dashboard (deploy/grafana/legacy-migration.json) and the Prometheus rules
@@ -43,6 +44,8 @@ let proxy: Running;
 /** The "legacy service" the proxy shadows Search against: another catalog, so that answers differ. */
 let legacyService: Running;
 let prometheus: ChildProcess;
+/** The fleet's shared state, for redis_up and the upstream budget's series. */
+let redis: RedisServer;
 let api: string;
 let dataDir: string;
 
@@ -94,11 +97,15 @@ async function traffic(): Promise<void> {
   await Promise.all(Array.from({ length: 12 }, () => call('Search?query=&apiKey=warehouse-key&version=1')));
 }
 
-describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against a real Prometheus', () => {
+describe.skipIf(skipClientSuite(installed && redisInstalled))('dashboards and alert rules against a real Prometheus', () => {
   beforeAll(async () => {
     requireClient(installed, `Prometheus is not installed at ${PROMETHEUS}`);
+    requireClient(redisInstalled, REDIS_MISSING);
+    redis = await startRedis();
     legacyService = await startProxy({ demo: { seed: 7 } });
     proxy = await startProxy({
+      redis: { url: redis.url },
+      upstream: { budget: { requestsPerSecond: 1000 } },
       legacy: { origin: legacyService.url, routes: [{ mode: 'shadow', operations: ['Search'] }] },
       clients: [
         { name: 'warehouse', team: 'Logistics', apiKeys: ['warehouse-key'] },
@@ -156,6 +163,7 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
     prometheus?.kill();
     await proxy?.stop();
     await legacyService?.stop();
+    await redis?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -170,6 +178,18 @@ describe.skipIf(skipClientSuite(installed))('dashboards and alert rules against 
       cwd: join(ROOT, 'test', 'prometheus'),
       encoding: 'utf8',
     });
+    expect(unit.stdout + unit.stderr).toContain('SUCCESS');
+    expect(unit.status).toBe(0);
+  });
+
+  it.each([
+    ['RedisDown fires after two minutes of redis_up 0 on an instance, not for a blip', 'redis-down.test.yml'],
+    [
+      'UpstreamBudgetExhausted fires after ten minutes of more than 5% of upstream requests shed by the budget',
+      'upstream-budget-exhausted.test.yml',
+    ],
+  ])('promtool: %s (test/prometheus/%s)', (_what, file) => {
+    const unit = spawnSync(PROMTOOL, ['test', 'rules', file], { cwd: join(ROOT, 'test', 'prometheus'), encoding: 'utf8' });
     expect(unit.stdout + unit.stderr).toContain('SUCCESS');
     expect(unit.status).toBe(0);
   });

@@ -8,7 +8,7 @@ import type { Running } from '../src/start/main.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { startProxy } from './support/proxy.js';
-import { redisInstalled, startRedis, type RedisServer } from './support/redis.js';
+import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 
 /** `GET /ledger` with `redis.url`: the fleet's ledger, on every instance, even across a Redis outage. */
 
@@ -20,7 +20,7 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
   let second: Running;
 
   beforeAll(async () => {
-    requireClient(redisInstalled, 'redis-server is not installed (apt-get install redis-server)');
+    requireClient(redisInstalled, REDIS_MISSING);
     redis = await startRedis();
     const shared = { redis: { url: redis.url, commandTimeoutMs: 200 }, deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } };
     [first, second] = await Promise.all([startProxy(shared), startProxy(shared)]);

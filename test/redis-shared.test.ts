@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createShared, type Shared, type SharedLog } from '../src/redis/shared.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
-import { redisInstalled, startRedis, type RedisServer } from './support/redis.js';
+import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 
 /** The fleet's shared state (src/redis/shared.ts): Redis when it answers, the instance's own state when not. */
 
@@ -59,7 +59,7 @@ describe('without redis.url', () => {
 describe.skipIf(skipClientSuite(redisInstalled))('with a real redis-server', () => {
   let redis: RedisServer;
   beforeAll(async () => {
-    requireClient(redisInstalled, 'redis-server is not installed (apt-get install redis-server)');
+    requireClient(redisInstalled, REDIS_MISSING);
     redis = await startRedis();
   });
   afterAll(async () => redis?.stop());

@@ -83,6 +83,18 @@ describe('a running proxy', () => {
     expect((await fetch(`${url}/index.asmx/ProductLookup?productNumber=1&apiKey=k`)).status).toBe(200);
   });
 
+  it('applies an upstream budget a reload sets, to the next call', async () => {
+    let next = configOf();
+    proxy = await start(next, pino({ level: 'silent' }), undefined, () => next);
+    const search = () => fetch(`${proxy?.url}/index.asmx/Search?query=dog&apiKey=reload-budget`);
+    for (let call = 0; call < 3; call++) expect((await search()).status).toBe(200);
+    next = configOf({ upstream: { budget: { requestsPerSecond: 0.2, burst: 1, maxWaitMs: 0 } } });
+    expect(proxy.reload()).toEqual({ status: 'reloaded', restartNeeded: [] });
+    expect((await search()).status).toBe(200);
+    const shed = await search();
+    expect([shed.status, shed.headers.get('retry-after')]).toEqual([503, '5']);
+  });
+
   it('refuses an invalid configuration, keeps the running one, and is asked for on the operator listener only', async () => {
     let source: () => Config = () => configOf();
     proxy = await start(configOf(), pino({ level: 'silent' }), undefined, () => source());

@@ -2,7 +2,9 @@ import { setMaxListeners } from 'node:events';
 import { assembleAll, assembleWindow, totalItems } from '../translate/assemble.js';
 import { listKey, listPages, pageCount, type AllPagesPlan, type Plan, type UpstreamRequest } from '../translate/plan.js';
 import type { Page } from '../xml/compact.js';
-import { createPageCounts, type PageCounts } from './page-counts.js';
+import { UpstreamBusy } from '../errors.js';
+import type { Shared } from '../redis/shared.js';
+import { createPageCounts, sharePageCounts, type PageCounts } from './page-counts.js';
 import type { Fetcher } from './upstream.js';
 
 /**
@@ -25,9 +27,13 @@ export type PlanFetcher = (plan: Plan, upstream: Fetcher, signal?: AbortSignal) 
 /** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
 const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
 
-/** `executePlan` with the service's limits and one memory of list lengths for all its calls. */
-export function createPlanFetcher(maxConcurrentPages: number): PlanFetcher {
-  const pageCounts = createPageCounts(PAGE_COUNT_MEMORY);
+/**
+ * `executePlan` with the service's limits and one memory of list lengths for all its calls: the
+ * fleet's when `shared` has Redis (`redis.url`), this instance's otherwise and while Redis is away.
+ */
+export function createPlanFetcher(maxConcurrentPages: number, shared?: Shared): PlanFetcher {
+  const local = createPageCounts(PAGE_COUNT_MEMORY);
+  const pageCounts = shared === undefined ? local : sharePageCounts(shared, local, PAGE_COUNT_MEMORY.maxAgeMs);
   return (plan, upstream, signal) => executePlan(plan, upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
 }
 
@@ -49,21 +55,27 @@ export async function executePlan(plan: Plan, upstream: Fetcher, options: Execut
  */
 async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: ExecuteOptions): Promise<Page[]> {
   const key = listKey(plan);
-  const known = options.pageCounts?.get(key) ?? 1;
+  const known = (await options.pageCounts?.get(key)) ?? 1;
   let pages: Page[] | null = null;
   if (known > 1) {
     try {
       pages = await fetchAll(listPages(plan, 0, known), upstream, options);
     } catch (err) {
-      // A page past a list that shrank may be refused: go the way a list not seen before goes.
-      if (options.signal?.aborted) throw err;
+      // A page past a list that shrank may be refused: go the way a list not seen before goes
+      // (but not past the upstream budget, which would only refuse again).
+      if (options.signal?.aborted || err instanceof UpstreamBusy) throw err;
     }
   }
   pages ??= [await upstream.fetch(plan.first, options.signal)];
   const needed = pageCount(plan, totalItems(pages[0] as Page, plan.shape));
-  options.pageCounts?.set(key, needed);
-  if (needed <= pages.length) return pages.slice(0, needed);
-  return [...pages, ...(await fetchAll(listPages(plan, pages.length, needed), upstream, options))];
+  // Remembered while the rest of the list is fetched (a shared memory answers later; it never rejects).
+  const remembered = options.pageCounts?.set(key, needed);
+  if (needed <= pages.length) {
+    await remembered;
+    return pages.slice(0, needed);
+  }
+  const [rest] = await Promise.all([fetchAll(listPages(plan, pages.length, needed), upstream, options), remembered]);
+  return [...pages, ...rest];
 }
 
 /**

@@ -1,14 +1,24 @@
+import { createHash } from 'node:crypto';
+import type { Shared } from '../redis/shared.js';
+
 /**
  * How many pages each whole list had when it was last fetched, so that the next call for it can ask
  * for every page at once instead of waiting for the first page's total. A hint, never trusted: the
- * first page's total still decides (src/outbound/execute.ts). Bounded in size and age.
+ * first page's total still decides (src/outbound/execute.ts). Bounded in size and age. Kept by this
+ * instance (`createPageCounts`) or by the fleet in Redis (`sharePageCounts`), which may answer later.
  */
 export interface PageCounts {
+  get(key: string): number | undefined | Promise<number | undefined>;
+  set(key: string, count: number): void | Promise<void>;
+}
+
+/** The memory of one instance, answering at once. */
+export interface LocalPageCounts extends PageCounts {
   get(key: string): number | undefined;
   set(key: string, count: number): void;
 }
 
-export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries: number; readonly maxAgeMs: number }): PageCounts {
+export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries: number; readonly maxAgeMs: number }): LocalPageCounts {
   const entries = new Map<string, { readonly count: number; readonly at: number }>();
   return {
     get(key) {
@@ -25,6 +35,37 @@ export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries
       entries.delete(key);
       entries.set(key, { count, at: performance.now() });
       if (entries.size > maxEntries) entries.delete(entries.keys().next().value as string);
+    },
+  };
+}
+
+/**
+ * The fleet's memory of page counts in Redis (`redis.url`), each for `maxAgeMs`, with this instance's
+ * own (`local`) written too and answering whenever Redis cannot (src/redis/shared.ts). A list's key
+ * holds its appKey: Redis gets a SHA-256 of it. Neither method ever rejects.
+ */
+export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs: number): PageCounts {
+  if (!shared.configured) return local;
+  const redisKey = (key: string): string => shared.key('pages', createHash('sha256').update(key).digest('hex'));
+  return {
+    get: (key) =>
+      shared.run(
+        'pageCounts',
+        async (redis) => {
+          const count = Number(await redis.get(redisKey(key)));
+          return Number.isSafeInteger(count) && count > 0 ? count : local.get(key);
+        },
+        () => local.get(key),
+      ),
+    async set(key, count) {
+      local.set(key, count);
+      await shared.run(
+        'pageCounts',
+        async (redis) => {
+          await redis.set(redisKey(key), String(count), 'PX', maxAgeMs);
+        },
+        () => undefined,
+      );
     },
   };
 }

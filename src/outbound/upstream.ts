@@ -1,6 +1,6 @@
 import { Agent, interceptors, type Dispatcher } from 'undici';
 import type { Config } from '../config/schema.js';
-import { CallError, UpstreamError, type FailureReason } from '../errors.js';
+import { CallError, UpstreamError, UpstreamOverLimit, type FailureReason } from '../errors.js';
 import type { UpstreamFailure } from '../messages.js';
 import { redact } from '../redaction/redact.js';
 import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
@@ -69,7 +69,11 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
   /** `responded` hears the status as soon as the headers are in, before the body is read or checked. */
   async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, responded: (status: number) => void): Promise<Page> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
-    const { statusCode, body } = await dispatcher.request({
+    const {
+      statusCode,
+      headers: responseHeaders,
+      body,
+    } = await dispatcher.request({
       origin: base.origin,
       method: 'GET',
       path: `${basePath}${request.path}?${query}`,
@@ -83,7 +87,11 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
     // decoded, and is joined only where it is checked (src/xml/compact.ts).
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk as Buffer);
-    return readResponse(statusCode, chunks, upstream.answers[request.path].root, secretsOf(request));
+    try {
+      return readResponse(statusCode, chunks, upstream.answers[request.path].root, secretsOf(request));
+    } catch (err) {
+      throw statusCode === 403 && err instanceof UpstreamError ? overLimit(err, responseHeaders, chunks) : err;
+    }
   }
 
   return {
@@ -181,6 +189,56 @@ export function readResponse(
   if (root === undefined) throw new UpstreamError({ code: 'not_xml' });
   if (root.local !== expectedRoot) throw new UpstreamError({ code: 'wrong_root', root: root.name, expected: expectedRoot });
   return root;
+}
+
+/** Mashery's error codes for a key over its limits (docs/upstream.md §7.2). */
+const MASHERY_LIMITS: Readonly<Record<string, UpstreamOverLimit['limit']>> = {
+  ERR_403_DEVELOPER_OVER_QPS: 'qps',
+  ERR_403_DEVELOPER_OVER_RATE: 'rate',
+};
+/** The same, as Mashery's small body says it (`<h1>Developer Over Qps</h1>`); read only in a short body. */
+const MASHERY_LIMIT_TEXT = /Developer Over (Qps|Rate)/i;
+const MASHERY_BODY_MAX_BYTES = 4096;
+
+/**
+ * Without a `Retry-After`: a QPS limit counts requests per second, so the next second has room (1 s);
+ * a rate limit is the plan's quota per day (or hour), spent: ask again once a minute, a request a
+ * minute for the fleet, so that a reset is noticed soon without pounding the gateway.
+ */
+export const DEFAULT_PAUSE_SECONDS: Readonly<Record<UpstreamOverLimit['limit'], number>> = { qps: 1, rate: 60 };
+/** A `Retry-After` longer than this is taken as this: the pause is tried again at least once an hour. */
+export const MAX_PAUSE_SECONDS = 3600;
+
+/**
+ * A 403 that Mashery's headers or body say is the appKey over its QPS or rate: the same failure as an
+ * UpstreamOverLimit, with the pause it asks for. Any other 403 is returned as it is.
+ */
+export function overLimit(
+  err: UpstreamError,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  body: readonly Uint8Array[],
+): UpstreamError {
+  const code = String(headers['x-mashery-error-code'] ?? '')
+    .trim()
+    .toUpperCase();
+  let limit = MASHERY_LIMITS[code];
+  if (limit === undefined && code === '') {
+    const length = body.reduce((total, chunk) => total + chunk.length, 0);
+    const text = length <= MASHERY_BODY_MAX_BYTES ? Buffer.concat(body).toString('latin1') : '';
+    const said = MASHERY_LIMIT_TEXT.exec(text)?.[1]?.toLowerCase();
+    limit = said === 'qps' ? 'qps' : said === 'rate' ? 'rate' : undefined;
+  }
+  if (limit === undefined) return err;
+  return new UpstreamOverLimit(err.failure, limit, retryAfterSeconds(headers['retry-after']) ?? DEFAULT_PAUSE_SECONDS[limit]);
+}
+
+/** `Retry-After` as seconds (a number or an HTTP date), at most MAX_PAUSE_SECONDS; undefined when absent or unreadable. */
+export function retryAfterSeconds(header: string | string[] | undefined, now: number = Date.now()): number | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (value === undefined || value === '') return undefined;
+  const seconds = /^\d+$/.test(value) ? Number(value) : (Date.parse(value) - now) / 1000;
+  if (!Number.isFinite(seconds)) return undefined;
+  return Math.min(MAX_PAUSE_SECONDS, Math.max(0, seconds));
 }
 
 function helpMessage(help: XmlElement): string | undefined {

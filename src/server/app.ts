@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { registerBrownoutGauge } from '../brownouts/gauge.js';
+import { createBudget } from '../budget/budget.js';
 import { createRefuser } from '../brownouts/refusal.js';
 import { scheduleOf } from '../brownouts/schedule.js';
 import { createAdmission } from '../call/admission.js';
@@ -152,12 +153,21 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     upstreamHealth.close();
     if (!deps.upstream) await upstream.close();
   });
+  // The appKey's budget (upstream.budget) before every upstream request of a call, a shadow's too.
+  const guarded = createBudget({ settings: () => running.upstream.budget, shared, registry: hits.registry, log: fastify.log }).guard(
+    upstream,
+  );
+  const budgeted: Upstream = {
+    fetch: (request, signal, requestId) => guarded.fetch(request, signal, requestId),
+    reachable: () => upstream.reachable(),
+    close: () => upstream.close(),
+  };
 
   // Made once: what holds connections, counts or memory. What a configuration reload may change is
   // made anew for each configuration (`callPathFor`); a call keeps the one it started with.
   const admission = createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds);
-  const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages);
-  const origin = originRouting(fastify, config, upstream, hits);
+  const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages, shared);
+  const origin = originRouting(fastify, config, budgeted, hits);
   const now = deps.now ?? Date.now;
   let schedule = scheduleOf(config);
   registerBrownoutGauge(hits.registry, () => schedule, now);
@@ -166,7 +176,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     return {
       serveCall: createCallServer({
         config: current,
-        upstream,
+        upstream: budgeted,
         identify: createClientDirectory(current.clients, current.deprecation.clientIdKey),
         admission,
         context: translateContext(current),

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 
 export const REDIS_SERVER = 'redis-server';
 export const redisInstalled = spawnSync(REDIS_SERVER, ['--version']).status === 0;
+export const REDIS_MISSING = 'redis-server is not installed (apt-get install redis-server)';
 
 export interface RedisServer {
   /** `redis://127.0.0.1:PORT` */

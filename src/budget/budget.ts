@@ -1,0 +1,260 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Config } from '../config/schema.js';
+import { UpstreamBusy, UpstreamOverLimit } from '../errors.js';
+import type { Fetcher } from '../outbound/upstream.js';
+import type { Shared } from '../redis/shared.js';
+import type { UpstreamRequest } from '../translate/plan.js';
+
+/**
+ * The upstream budget (`upstream.budget`, docs/operating.md): at most `requestsPerSecond` upstream
+ * requests on average and `burst` at once for each appKey, for the whole fleet, through Redis
+ * (src/redis/shared.ts) and on each instance's own while Redis cannot answer. A request without room
+ * is given the next free slot when it comes within `maxWaitMs` and waits for it; otherwise its call is
+ * shed (UpstreamBusy, 503 Server Too Busy with Retry-After). When the upstream's gateway says the key
+ * is over its QPS or rate (Mashery's 403, UpstreamOverLimit), the key is paused for the fleet for the
+ * gateway's Retry-After: meanwhile every instance sheds its requests without asking the upstream.
+ *
+ * The bucket is a GCRA (a token bucket kept as one timestamp, the "theoretical arrival time"),
+ * evaluated inside Redis by one script on Redis's clock, so that instances' clocks do not matter:
+ * in any span of T seconds at most `burst + requestsPerSecond × T` requests go out. The appKey is
+ * never stored or logged: its keys are named by a SHA-256 of it, and no metric is labelled with it.
+ */
+
+export interface BudgetOptions {
+  /** The running configuration's budget, read for each request: a reload changes it (src/config/reload.ts). */
+  readonly settings: () => Config['upstream']['budget'];
+  readonly shared: Shared;
+  readonly registry: Registry;
+  readonly log: BudgetLog;
+}
+
+export interface BudgetLog {
+  warn(fields: object, message: string): void;
+}
+
+export interface Budget {
+  /** `upstream` with the budget in front of each request; while none is configured, `upstream` as it is. */
+  guard(upstream: Fetcher): Fetcher;
+}
+
+type Settings = Config['upstream']['budget'] & { readonly requestsPerSecond: number };
+
+/** What the bucket says of one request: go after `waitMs` (0: now), no room within the wait, or the key is paused. */
+type Verdict =
+  | { readonly kind: 'go'; readonly waitMs: number }
+  | { readonly kind: 'full'; readonly retryMs: number }
+  | { readonly kind: 'paused'; readonly retryMs: number };
+
+/**
+ * KEYS: the bucket, the pause. ARGV: the interval between requests (ms), the burst, the longest wait
+ * (ms). Returns {1, wait} (a slot taken, `wait` ms from now), {0, wait} (none within the longest
+ * wait; the first would be `wait` ms from now) or {-1, pause} (the key is paused for `pause` ms).
+ */
+const TAKE_SCRIPT = `
+local paused = redis.call('PTTL', KEYS[2])
+if paused > 0 then return {-1, paused} end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local interval = tonumber(ARGV[1])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local wait = tat - now - interval * (tonumber(ARGV[2]) - 1)
+if wait > tonumber(ARGV[3]) then return {0, math.ceil(wait)} end
+local later = tat + interval
+redis.call('SET', KEYS[1], string.format('%.3f', later), 'PX', math.ceil(later - now) + 1)
+if wait < 0 then wait = 0 end
+return {1, math.ceil(wait)}
+`;
+
+/** KEYS: the pause. ARGV: its length (ms). A longer pause already there is kept. */
+const PAUSE_SCRIPT = `
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
+return 1
+`;
+
+interface BudgetCommands {
+  upstreamBudgetTake(bucket: string, pause: string, intervalMs: string, burst: string, maxWaitMs: string): Promise<[number, number]>;
+  upstreamBudgetPause(pause: string, ms: string): Promise<number>;
+}
+
+const defined = new WeakSet<Redis>();
+
+function commands(redis: Redis): Redis & BudgetCommands {
+  if (!defined.has(redis)) {
+    redis.defineCommand('upstreamBudgetTake', { numberOfKeys: 2, lua: TAKE_SCRIPT });
+    redis.defineCommand('upstreamBudgetPause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
+    defined.add(redis);
+  }
+  return redis as Redis & BudgetCommands;
+}
+
+/** A pause is at least a second: a 403 said the key is over now, whatever its Retry-After said. */
+const MIN_PAUSE_MS = 1000;
+/** Local buckets past this many keys are swept of the ones that are full again. */
+const LOCAL_SWEEP_SIZE = 10_000;
+
+export function createBudget({ settings, shared, registry, log }: BudgetOptions): Budget {
+  // The metrics exist once a budget does: without one, /metrics is as it always was.
+  let metrics: ReturnType<typeof budgetMetrics> | null = null;
+  /** This instance's own buckets (the theoretical arrival time of each key) and pauses, by hashed key. */
+  const localBuckets = new Map<string, number>();
+  const localPauses = new Map<string, number>();
+
+  const takeLocal = (key: string, { requestsPerSecond, burst, maxWaitMs }: Settings): Verdict => {
+    const intervalMs = 1000 / requestsPerSecond;
+    const now = performance.now();
+    const paused = pausedFor(key, now);
+    if (paused > 0) return { kind: 'paused', retryMs: paused };
+    const tat = Math.max(localBuckets.get(key) ?? 0, now);
+    // tat - now first: a request with the bucket full of room waits exactly 0, not a rounding error more.
+    const wait = tat - now - intervalMs * (burst - 1);
+    if (wait > maxWaitMs) return { kind: 'full', retryMs: Math.ceil(wait) };
+    if (localBuckets.size >= LOCAL_SWEEP_SIZE) {
+      for (const [other, at] of localBuckets) if (at <= now) localBuckets.delete(other);
+    }
+    localBuckets.set(key, tat + intervalMs);
+    return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)) };
+  };
+
+  const takeShared = async (redis: Redis, key: string, { requestsPerSecond, burst, maxWaitMs }: Settings): Promise<Verdict> => {
+    const [status, ms] = await commands(redis).upstreamBudgetTake(
+      shared.key('budget', key),
+      shared.key('budget-pause', key),
+      String(1000 / requestsPerSecond),
+      String(burst),
+      String(maxWaitMs),
+    );
+    if (status === -1) {
+      localPauses.set(key, performance.now() + ms);
+      return { kind: 'paused', retryMs: ms };
+    }
+    return status === 1 ? { kind: 'go', waitMs: ms } : { kind: 'full', retryMs: ms };
+  };
+
+  /** How much longer `key` is paused on this instance's own reckoning (0: not paused). */
+  function pausedFor(key: string, now = performance.now()): number {
+    const until = localPauses.get(key);
+    if (until === undefined) return 0;
+    if (until > now) return until - now;
+    localPauses.delete(key);
+    return 0;
+  }
+
+  const shed = (source: UpstreamBusy['source'], retryMs: number): UpstreamBusy => {
+    metrics?.sheds.inc({ source });
+    return new UpstreamBusy(retryMs / 1000, source);
+  };
+
+  /** Room for one request of `key`, waited for; throws UpstreamBusy, or the signal's reason when the call is cancelled. */
+  async function admit(key: string, budget: Settings, signal: AbortSignal | undefined): Promise<void> {
+    const paused = pausedFor(key);
+    if (paused > 0) throw shed('upstream', paused);
+    const verdict = await shared.run(
+      'budget',
+      (redis) => takeShared(redis, key, budget),
+      () => takeLocal(key, budget),
+    );
+    if (verdict.kind === 'paused') throw shed('upstream', verdict.retryMs);
+    if (verdict.kind === 'full') throw shed('budget', verdict.retryMs);
+    if (verdict.waitMs <= 0) return;
+    metrics?.waits.inc();
+    metrics?.waitSeconds.observe(verdict.waitMs / 1000);
+    await sleep(verdict.waitMs, signal);
+    // Paused while it waited (a 403 this instance saw): the slot is given up.
+    const pausedSince = pausedFor(key);
+    if (pausedSince > 0) throw shed('upstream', pausedSince);
+  }
+
+  /** The key is over its limits at the gateway: paused here at once, and for the fleet. */
+  async function pause(key: string, over: UpstreamOverLimit): Promise<number> {
+    const ms = Math.max(MIN_PAUSE_MS, Math.round(over.retryAfterSeconds * 1000));
+    localPauses.set(key, Math.max(localPauses.get(key) ?? 0, performance.now() + ms));
+    metrics?.pauses.inc({ limit: over.limit });
+    log.warn(
+      { event: 'upstream_key_paused', limit: over.limit, pauseMs: ms, key: key.slice(0, 12) },
+      `The upstream refused an appKey as over its ${over.limit === 'qps' ? 'QPS' : 'rate'} (403): its requests are paused for ${ms} ms across the fleet, and its calls shed meanwhile`,
+    );
+    await shared.run(
+      'budget',
+      (redis) => commands(redis).upstreamBudgetPause(shared.key('budget-pause', key), String(ms)),
+      () => 0,
+    );
+    return ms;
+  }
+
+  return {
+    guard: (upstream) => ({
+      async fetch(request, signal, requestId) {
+        const budget = settings();
+        const { requestsPerSecond } = budget;
+        if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId);
+        metrics ??= budgetMetrics(registry);
+        const key = budgetKey(request);
+        await admit(key, { ...budget, requestsPerSecond }, signal);
+        try {
+          return await upstream.fetch(request, signal, requestId);
+        } catch (err) {
+          if (!(err instanceof UpstreamOverLimit)) throw err;
+          throw shed('upstream', await pause(key, err));
+        }
+      },
+    }),
+  };
+}
+
+function budgetMetrics(registry: Registry) {
+  const waits = new Counter({
+    name: 'upstream_budget_waits_total',
+    help: 'Upstream requests that waited for room in their appKey’s budget (upstream.budget) before going out.',
+    registers: [registry],
+  });
+  const waitSeconds = new Histogram({
+    name: 'upstream_budget_wait_seconds',
+    help: 'How long upstream requests that waited for room in their appKey’s budget waited.',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const sheds = new Counter({
+    name: 'upstream_budget_sheds_total',
+    help: 'Upstream requests not made, their calls shed with 503: source "budget", no room within upstream.budget.maxWaitMs; "upstream", the key paused after the gateway’s 403 over QPS or rate.',
+    labelNames: ['source'] as const,
+    registers: [registry],
+  });
+  const pauses = new Counter({
+    name: 'upstream_key_pauses_total',
+    help: 'Mashery 403s over QPS or rate (limit "qps" or "rate") that paused an appKey for the fleet for their Retry-After.',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+  });
+  // Every series from the start, so that dashboards and alerts see 0 rather than nothing.
+  for (const source of ['budget', 'upstream'] as const) sheds.inc({ source }, 0);
+  for (const limit of ['qps', 'rate'] as const) pauses.inc({ limit }, 0);
+  return { waits, waitSeconds, sheds, pauses };
+}
+
+/** The key a request spends from: a SHA-256 of the appKey it carries (one key for every request in `fixed` mode). */
+export function budgetKey(request: UpstreamRequest): string {
+  const appKey = request.params.find(([name]) => name === 'appKey')?.[1] ?? '';
+  return createHash('sha256').update(appKey).digest('hex');
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const aborted = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', aborted);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', aborted, { once: true });
+  });
+}

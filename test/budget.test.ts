@@ -1,0 +1,396 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/load.js';
+import type { Json } from '../src/config/validate.js';
+import { retryAfterSeconds } from '../src/outbound/upstream.js';
+import { buildApp } from '../src/server/app.js';
+import { CALL_BINDINGS, legacyCall } from './support/calls.js';
+import { requireClient, skipClientSuite } from './support/clients.js';
+import { pageDocument, SEARCH_PAGES, STORE_PAGES } from './support/pages.js';
+import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
+import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
+
+/**
+ * The upstream budget of each appKey (`upstream.budget`, src/budget/budget.ts) and the page counts,
+ * shared by instances of the proxy through a real redis-server, against loopback stub upstreams:
+ * the rate held across instances, sheds over every binding, Mashery's 403 over QPS turned into a
+ * fleet-wide pause and sheds (never a fault), Redis killed and back, and nothing changed without a
+ * budget.
+ */
+
+type Line = Record<string, unknown>;
+
+interface Instance {
+  readonly base: string;
+  readonly admin: string;
+  readonly lines: Line[];
+  metrics(): Promise<string>;
+  close(): Promise<void>;
+}
+
+const open: Instance[] = [];
+const stubs: StubUpstream[] = [];
+
+async function instance(upstream: StubUpstream, overrides: Json): Promise<Instance> {
+  const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'info' }, server: { adminPort: 0 } }, overrides);
+  const lines: Line[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Line) });
+  const app = await buildApp(config, { logger });
+  const base = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
+  const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
+  const running: Instance = {
+    base,
+    admin,
+    lines,
+    metrics: async () => (await fetch(`${admin}/metrics`)).text(),
+    close: () => app.fastify.close(),
+  };
+  open.push(running);
+  // Until Redis is connected, the instance keeps to its own state: wait for it, as a fleet long up has.
+  const deadline = Date.now() + 5000;
+  while (config.redis.url !== null && !/^redis_up 1$/m.test(await running.metrics())) {
+    if (Date.now() > deadline) throw new Error('Redis did not connect within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return running;
+}
+
+async function stub(handler: (req: IncomingMessage, res: ServerResponse, index: number) => void): Promise<StubUpstream> {
+  const started = await startStubUpstream(handler);
+  stubs.push(started);
+  return started;
+}
+
+/** An upstream answering every request with a page, and the time each request came. */
+async function timedUpstream(delayMs = 0): Promise<StubUpstream & { readonly arrivals: number[] }> {
+  const arrivals: number[] = [];
+  const upstream = await stub((req, res) => {
+    arrivals.push(performance.now());
+    const url = new URL(req.url ?? '/', 'http://upstream');
+    const naming = url.pathname.endsWith('/product.searchForProductsOfStore.cp') ? STORE_PAGES : SEARCH_PAGES;
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' });
+      res.end(pageDocument(600, new Map(url.searchParams), naming));
+    }, delayMs);
+  });
+  return Object.assign(upstream, { arrivals });
+}
+
+const lookup = (base: string, apiKey: string): Promise<Response> =>
+  fetch(`${base}/index.asmx/ProductLookup?${new URLSearchParams({ productNumber: '3', apiKey, version: '1' })}`);
+
+/** `count` calls from `call`, one every `everyMs`, each reply read whole. */
+async function paced(
+  count: number,
+  everyMs: number,
+  call: (i: number) => Promise<Response>,
+): Promise<{ status: number; retryAfter: string | null; body: string }[]> {
+  const replies: Promise<{ status: number; retryAfter: string | null; body: string }>[] = [];
+  for (let i = 0; i < count; i++) {
+    replies.push(
+      call(i).then(async (reply) => ({ status: reply.status, retryAfter: reply.headers.get('retry-after'), body: await reply.text() })),
+    );
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+  return Promise.all(replies);
+}
+
+/** The most arrivals in any span of `spanMs`. */
+function mostWithin(arrivals: readonly number[], spanMs: number): number {
+  const sorted = [...arrivals].sort((a, b) => a - b);
+  let most = 0;
+  for (let first = 0, last = 0; first < sorted.length; first++) {
+    while (last < sorted.length && (sorted[last] as number) < (sorted[first] as number) + spanMs) last++;
+    most = Math.max(most, last - first);
+  }
+  return most;
+}
+
+const hitsOf = (lines: readonly Line[]): Line[] => lines.filter((line) => line.event === 'deprecated_call');
+const metric = (text: string, series: string): number | undefined => {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+};
+
+/** Mashery's answer to a key over its QPS (docs/upstream.md §7.2). */
+function overQps(res: ServerResponse, retryAfter: string): void {
+  res.writeHead(403, {
+    'content-type': 'text/xml',
+    'retry-after': retryAfter,
+    'x-mashery-error-code': 'ERR_403_DEVELOPER_OVER_QPS',
+    'x-error-detail-header': 'Account Over Queries Per Second Limit',
+  });
+  res.end('<h1>Developer Over Qps</h1>');
+}
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((running) => running.close()));
+  await Promise.all(stubs.splice(0).map((upstream) => upstream.close()));
+});
+
+describe('without a budget (upstream.budget.requestsPerSecond null)', () => {
+  it("a Mashery 403 over QPS is the 403 fault it always was, and /metrics has no budget's series", async () => {
+    const upstream = await stub((_req, res) => overQps(res, '1'));
+    const proxy = await instance(upstream, {});
+    const reply = await lookup(proxy.base, 'key-a');
+    expect(reply.status).toBe(500);
+    expect((await reply.text()).trim()).toBe('The remote server returned an error: (403) Forbidden.');
+    expect(hitsOf(proxy.lines)).toMatchObject([{ outcome: 'fault', reason: 'upstream_status', upstreamRequests: 1 }]);
+    expect(await proxy.metrics()).not.toContain('upstream_budget');
+  });
+});
+
+describe('with a budget, on one instance without Redis', () => {
+  it('sheds a call that gets a Mashery 403 (header or body alone) and pauses its key; any other 403 stays a fault', async () => {
+    let answer: (res: ServerResponse) => void = (res) => overQps(res, '1');
+    const upstream = await stub((_req, res) => answer(res));
+    const proxy = await instance(upstream, { upstream: { budget: { requestsPerSecond: 100 } } });
+
+    const shed = await lookup(proxy.base, 'key-a');
+    expect(shed.status).toBe(503);
+    expect(shed.headers.get('retry-after')).toBe('1');
+    expect(await shed.text()).toContain('Server Too Busy');
+    // Paused: shed at once, without asking the upstream.
+    expect((await lookup(proxy.base, 'key-a')).status).toBe(503);
+    expect(upstream.requests).toHaveLength(1);
+    // Another key has its own budget.
+    answer = (res) => {
+      res.writeHead(403, { 'content-type': 'text/html' });
+      res.end('<html><body><h1>Developer Over Rate</h1></body></html>');
+    };
+    const byBody = await lookup(proxy.base, 'key-b');
+    expect(byBody.status).toBe(503);
+    expect(byBody.headers.get('retry-after')).toBe('60');
+
+    answer = (res) => {
+      res.writeHead(403, { 'content-type': 'text/xml', 'x-mashery-error-code': 'ERR_403_NOT_AUTHORIZED' });
+      res.end('<h1>Not Authorized</h1>');
+    };
+    const forbidden = await lookup(proxy.base, 'key-c');
+    expect(forbidden.status).toBe(500);
+    expect((await forbidden.text()).trim()).toBe('The remote server returned an error: (403) Forbidden.');
+
+    expect(hitsOf(proxy.lines).map((hit) => [hit.outcome, hit.reason, hit.status])).toEqual([
+      ['shed', 'budget', 503],
+      ['shed', 'budget', 503],
+      ['shed', 'budget', 503],
+      ['fault', 'upstream_status', 500],
+    ]);
+    const metrics = await proxy.metrics();
+    expect(metric(metrics, 'upstream_key_pauses_total{limit="qps"}')).toBe(1);
+    expect(metric(metrics, 'upstream_key_pauses_total{limit="rate"}')).toBe(1);
+    expect(metric(metrics, 'upstream_budget_sheds_total{source="upstream"}')).toBe(3);
+    expect(proxy.lines.filter((line) => line.event === 'upstream_key_paused')).toMatchObject([
+      { limit: 'qps', pauseMs: 1000 },
+      { limit: 'rate', pauseMs: 60_000 },
+    ]);
+    expect(JSON.stringify(proxy.lines)).not.toMatch(/key-[abc]/);
+  });
+
+  it('reads Retry-After as seconds or an HTTP date, capped at an hour', () => {
+    expect(retryAfterSeconds('7')).toBe(7);
+    expect(retryAfterSeconds(new Date(Date.now() + 30_000).toUTCString())).toBeCloseTo(30, -1);
+    expect(retryAfterSeconds('999999')).toBe(3600);
+    expect(retryAfterSeconds('soon')).toBeUndefined();
+    expect(retryAfterSeconds(undefined)).toBeUndefined();
+  });
+});
+
+describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisInstalled ? '' : ` (skipped: ${REDIS_MISSING})`}`, () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    requireClient(redisInstalled, REDIS_MISSING);
+    redis = await startRedis();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+  /** A fresh key prefix per test, so that tests share the server but no state. */
+  let fleet = 0;
+  const shared = (budget: Json | null = null): Json => ({
+    redis: { url: redis.url, keyPrefix: `test-${++fleet}:` },
+    ...(budget === null ? {} : { upstream: { budget } }),
+  });
+
+  it('holds 20 requests/s with a burst of 5 for one appKey across two instances: at most 45 upstream requests in any 2 s', async () => {
+    const upstream = await timedUpstream();
+    const settings = shared({ requestsPerSecond: 20, burst: 5, maxWaitMs: 300 });
+    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+    // 80 calls a second for 2.5 s, alternately on each instance, all with one apiKey (so one appKey).
+    const replies = await paced(200, 12.5, (i) => lookup((i % 2 === 0 ? a : b).base, 'shared-key'));
+    expect(mostWithin(upstream.arrivals, 2000)).toBeLessThanOrEqual(45);
+    expect(mostWithin(upstream.arrivals, 2000)).toBeGreaterThanOrEqual(38);
+    expect(new Set(replies.map((reply) => reply.status))).toEqual(new Set([200, 503]));
+    for (const reply of replies.filter((r) => r.status === 503)) expect(Number(reply.retryAfter)).toBeGreaterThanOrEqual(1);
+    // Both instances waited and shed; another appKey is not held back by this one's budget.
+    for (const proxy of [a, b]) {
+      const metrics = await proxy.metrics();
+      expect(metric(metrics, 'upstream_budget_waits_total')).toBeGreaterThan(0);
+      expect(metric(metrics, 'upstream_budget_sheds_total{source="budget"}')).toBeGreaterThan(0);
+      expect(metric(metrics, 'redis_up')).toBe(1);
+    }
+    expect((await lookup(a.base, 'other-key')).status).toBe(200);
+  }, 20_000);
+
+  it('a call without room within maxWaitMs gets 503 Server Too Busy with Retry-After over every binding, its hit shed for the budget', async () => {
+    const upstream = await timedUpstream();
+    const proxy = await instance(upstream, shared({ requestsPerSecond: 0.2, burst: 1, maxWaitMs: 0 }));
+    expect((await lookup(proxy.base, 'slow-key')).status).toBe(200);
+    for (const binding of CALL_BINDINGS) {
+      const reply = await legacyCall(proxy.base, binding, 'ProductLookup', { productNumber: '3', apiKey: 'slow-key', version: '1' });
+      expect({ binding, status: reply.status, retryAfter: reply.headers.get('retry-after') }).toEqual({
+        binding,
+        status: 503,
+        retryAfter: '5',
+      });
+      expect(await reply.text()).toContain('Server Too Busy');
+    }
+    expect(upstream.requests).toHaveLength(1);
+    expect(hitsOf(proxy.lines).slice(1)).toMatchObject(
+      CALL_BINDINGS.map((binding) => ({ binding, outcome: 'shed', reason: 'budget', status: 503, upstreamRequests: 1 })),
+    );
+    expect(metric(await proxy.metrics(), 'upstream_budget_sheds_total{source="budget"}')).toBe(4);
+  });
+
+  it('at 100 calls/s against a gateway enforcing 20 requests/s with 403s, no 403 reaches a caller: each call is answered or shed with Retry-After', async () => {
+    const seen: number[] = [];
+    let refused = 0;
+    const upstream = await stub((req, res) => {
+      const now = performance.now();
+      while (seen.length > 0 && (seen[0] as number) <= now - 1000) seen.shift();
+      if (seen.length >= 20) {
+        refused++;
+        overQps(res, '1');
+        return;
+      }
+      seen.push(now);
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(pageDocument(1, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
+    });
+    // A budget above the plan (25 + 5 a second against 20), so that the gateway does refuse.
+    const settings = shared({ requestsPerSecond: 25, burst: 5, maxWaitMs: 500 });
+    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+    const replies = await paced(300, 10, (i) => lookup((i % 2 === 0 ? a : b).base, 'plan-key'));
+    expect(refused).toBeGreaterThan(0);
+    expect(replies.filter((reply) => reply.status !== 200 && reply.status !== 503)).toEqual([]);
+    expect(replies.filter((reply) => reply.status === 503 && !(Number(reply.retryAfter) >= 1))).toEqual([]);
+    expect(replies.filter((reply) => reply.status === 200).length).toBeGreaterThan(30);
+    const hits = [...hitsOf(a.lines), ...hitsOf(b.lines)];
+    expect(hits).toHaveLength(300);
+    expect(hits.filter((hit) => hit.outcome !== 'ok' && hit.outcome !== 'shed')).toEqual([]);
+    const pauses = [a, b].map(async (proxy) => metric(await proxy.metrics(), 'upstream_key_pauses_total{limit="qps"}') ?? 0);
+    expect((await Promise.all(pauses)).reduce((sum, n) => sum + n, 0)).toBe(refused);
+  }, 20_000);
+
+  it('sized as docs/operating.md says (requestsPerSecond + burst at most 80% of the plan’s QPS), the gateway never refuses', async () => {
+    const seen: number[] = [];
+    let refused = 0;
+    const upstream = await stub((req, res) => {
+      const now = performance.now();
+      while (seen.length > 0 && (seen[0] as number) <= now - 1000) seen.shift();
+      if (seen.length >= 20) {
+        refused++;
+        overQps(res, '1');
+        return;
+      }
+      seen.push(now);
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(pageDocument(1, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
+    });
+    const settings = shared({ requestsPerSecond: 12, burst: 4, maxWaitMs: 500 });
+    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+    const replies = await paced(200, 10, (i) => lookup((i % 2 === 0 ? a : b).base, 'plan-key'));
+    expect(refused).toBe(0);
+    expect(new Set(replies.map((reply) => reply.status))).toEqual(new Set([200, 503]));
+  }, 20_000);
+
+  it('a 403 seen by one instance pauses the key for the fleet: the other sheds without an upstream request until the pause ends', async () => {
+    const upstream = await stub((req, res, index) => {
+      if (index === 0) return overQps(res, '2');
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(pageDocument(1, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
+    });
+    const settings = shared({ requestsPerSecond: 100 });
+    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+    const started = performance.now();
+    const first = await lookup(a.base, 'paused-key');
+    expect([first.status, first.headers.get('retry-after')]).toEqual([503, '2']);
+    const other = await lookup(b.base, 'paused-key');
+    expect(other.status).toBe(503);
+    expect(Number(other.headers.get('retry-after'))).toBeLessThanOrEqual(2);
+    expect(upstream.requests).toHaveLength(1);
+    expect(hitsOf(b.lines)).toMatchObject([{ outcome: 'shed', reason: 'budget', upstreamRequests: 1 }]);
+    expect(metric(await b.metrics(), 'upstream_budget_sheds_total{source="upstream"}')).toBe(1);
+    expect(metric(await a.metrics(), 'upstream_key_pauses_total{limit="qps"}')).toBe(1);
+    // Other keys are not paused.
+    expect((await lookup(b.base, 'other-key')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 2100 - performance.now())));
+    expect((await lookup(b.base, 'paused-key')).status).toBe(200);
+  }, 10_000);
+
+  it('Redis killed mid-run: calls are still answered on the local budget, said once in the log and in redis_up and redis_fallbacks_total, and sharing resumes when it is back', async () => {
+    const upstream = await timedUpstream();
+    const own = await startRedis();
+    try {
+      const proxy = await instance(upstream, { redis: { url: own.url }, upstream: { budget: { requestsPerSecond: 50, burst: 10 } } });
+      const before = paced(20, 25, () => lookup(proxy.base, 'key'));
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await own.kill();
+      const replies = [...(await before), ...(await paced(20, 25, () => lookup(proxy.base, 'key')))];
+      expect(replies.map((reply) => reply.status)).toEqual(replies.map(() => 200));
+      const down = await proxy.metrics();
+      expect(metric(down, 'redis_up')).toBe(0);
+      expect(metric(down, 'redis_fallbacks_total{use="budget"}')).toBeGreaterThan(0);
+      expect(proxy.lines.filter((line) => line.event === 'redis_unavailable')).toHaveLength(1);
+
+      await own.restart();
+      const deadline = Date.now() + 10_000;
+      while (metric(await proxy.metrics(), 'redis_up') !== 1 && Date.now() < deadline) {
+        expect((await lookup(proxy.base, 'key')).status).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(metric(await proxy.metrics(), 'redis_up')).toBe(1);
+      expect(proxy.lines.filter((line) => line.event === 'redis_unavailable')).toHaveLength(1);
+      expect(proxy.lines.filter((line) => line.event === 'redis_recovered')).toHaveLength(1);
+      const client = new Redis(own.url);
+      try {
+        expect(await lookup(proxy.base, 'key').then((reply) => reply.status)).toBe(200);
+        expect((await client.keys('*')).some((key) => key.includes(':budget:'))).toBe(true);
+      } finally {
+        client.disconnect();
+      }
+    } finally {
+      await own.stop();
+    }
+  }, 30_000);
+
+  it('shares page counts: a store listed on one instance is asked for whole, all pages at once, on the other; no appKey in Redis', async () => {
+    const upstream = await timedUpstream(150);
+    const settings = shared();
+    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+    const store = (base: string): Promise<Response> =>
+      fetch(
+        `${base}/index.asmx/StoreLookup?${new URLSearchParams({ storeId: 'big', apiKey: 'store-key-123', version: '1', productTypes: '' })}`,
+      );
+    expect((await store(a.base)).status).toBe(200);
+    // 600 items in pages of 256: the first page, then the two others once its total is known.
+    expect(upstream.arrivals).toHaveLength(3);
+    expect((upstream.arrivals[1] as number) - (upstream.arrivals[0] as number)).toBeGreaterThanOrEqual(140);
+    upstream.arrivals.length = 0;
+    expect((await store(b.base)).status).toBe(200);
+    expect(upstream.arrivals).toHaveLength(3);
+    expect(Math.max(...upstream.arrivals) - Math.min(...upstream.arrivals)).toBeLessThan(100);
+
+    const client = new Redis(redis.url);
+    try {
+      const keys = await client.keys(`test-${fleet}:*`);
+      expect(keys.filter((key) => key.includes(':pages:'))).toHaveLength(1);
+      const values = await Promise.all(keys.map((key) => client.get(key)));
+      expect(JSON.stringify([keys, values])).not.toContain('store-key-123');
+    } finally {
+      client.disconnect();
+    }
+  });
+});
