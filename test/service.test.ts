@@ -44,8 +44,10 @@ describe('the production command', () => {
 
   it('is what the README, the Dockerfile and the systemd unit run', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8')).toContain(COMMAND);
-    expect(readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8')).toMatch(/^CMD \["node", "dist\/src\/cli\.js"\]$/m);
-    expect(readFileSync(join(ROOT, 'deploy', 'catalog-proxy.service'), 'utf8')).toMatch(/^ExecStart=\/usr\/bin\/node dist\/src\/cli\.js$/m);
+    expect(readFileSync(join(ROOT, 'deploy', 'Dockerfile'), 'utf8')).toMatch(/^CMD \["node", "dist\/src\/bin\/start\.js"\]$/m);
+    expect(readFileSync(join(ROOT, 'deploy', 'catalog-proxy.service'), 'utf8')).toMatch(
+      /^ExecStart=\/usr\/bin\/node dist\/src\/bin\/start\.js$/m,
+    );
   });
 
   // As in a container: node is PID 1 of its own PID namespace (needs root and util-linux's unshare).
