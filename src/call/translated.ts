@@ -1,6 +1,7 @@
 import type { Binding } from '../inbound/binding.js';
 import type { PlanFetcher } from '../outbound/execute.js';
 import type { Fetcher } from '../outbound/upstream.js';
+import { releasePage } from '../xml/compact.js';
 import type { LegacyCall } from '../operations.js';
 import type { WrittenOutcome } from './outcome.js';
 import type { Planned } from './plan.js';
@@ -22,7 +23,10 @@ export async function translatedOutcome<W>(
   try {
     if ('error' in planned) throw planned.error;
     const result = await fetchPlan(planned.plan, upstream, signal);
-    return { reply: binding.write(result, call, wire), failure: null, successor: planned.successor };
+    const reply = binding.write(result, call, wire);
+    // Written into the reply: the page's bytes go back to the pool (src/xml/pool.ts).
+    releasePage(result);
+    return { reply, failure: null, successor: planned.successor };
   } catch (err) {
     return { reply: binding.writeError(err, wire), failure: err, successor: planned.successor };
   }

@@ -1,12 +1,16 @@
 import type { FastifyReply } from 'fastify';
 import type { Reply } from '../inbound/reply.js';
+import { giveBack } from '../xml/pool.js';
 
 /** What the fastify plugins of the HTTP front share: sending an answer, reading the request target. */
 
 export function send(reply: FastifyReply, answer: Reply): void {
   reply.code(answer.status).header('content-type', answer.contentType).header('cache-control', answer.cacheControl);
   if (answer.headers) reply.headers(answer.headers);
-  reply.send(answer.body);
+  // Bytes the pool lent (src/xml/pool.ts) go back once written to the socket: not before, node writes from them.
+  const { body } = answer;
+  if (typeof body !== 'string') reply.raw.once('finish', () => giveBack(body));
+  reply.send(body);
 }
 
 /**
