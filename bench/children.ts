@@ -26,11 +26,12 @@ export interface Server {
   stop(): void;
 }
 
-export async function startServer(kind: string, core: number, options: object): Promise<Server> {
+/** `execPath`: the node binary to run it on, by default the one running this. */
+export async function startServer(kind: string, core: number, options: object, execPath = process.execPath): Promise<Server> {
   const args = ['--expose-gc', SERVERS, kind, JSON.stringify(options)];
   const child: ChildProcess = PINNING
-    ? spawn('taskset', ['-c', String(core), process.execPath, ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    ? spawn('taskset', ['-c', String(core), execPath, ...args], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+    : spawn(execPath, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (message) => resolve((message as { url: string }).url));
     child.once('exit', (code) => reject(new Error(`${kind} exited with ${code}`)));

@@ -8,6 +8,7 @@ import { catalogOptions, generateCatalog } from '../src/demo/catalog.js';
 import { PINNING, RESULTS, startServer, type Server } from './children.js';
 import { latencyAtRate, quantile, type LatencyRun } from './latency.js';
 import { soapCall, type BenchRequest } from './requests.js';
+import { benchRuntimes, type Runtime } from './runtimes.js';
 
 /**
  * `npm run bench`: the proxy against (a) a bare fastify + undici passthrough with the same bytes and
@@ -135,7 +136,15 @@ function summarise(name: string, runs: readonly Run[]): Summary {
 
 // --- Main ------------------------------------------------------------------------------------------
 
+/** The servers under test on one runtime, and what was measured of them. */
+interface OnRuntime {
+  readonly runtime: Runtime;
+  readonly servers: Record<Scenario['server'], Server>;
+  readonly runs: Map<string, Run[]>;
+}
+
 async function main(): Promise<void> {
+  const runtimes = benchRuntimes();
   // The load generator (this process, all its threads) shares core 0 with the upstream.
   if (PINNING) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
   const upstream = await startServer('upstream', 0, { storeDelayMs: STORE_DELAY_MS, designs: BENCH_DESIGNS });
@@ -143,41 +152,126 @@ async function main(): Promise<void> {
   const { storeId, designs } = storeOfAbout(250);
   const storePageSize = Math.ceil(designs / STORE_PAGES);
   const options = { upstream: upstream.url, proxyConfig: { paging: { storeLookupPageSize: storePageSize } } };
-  const servers: Record<Scenario['server'], Server> = {
-    passthrough: await startServer('passthrough', 1, options),
-    facade: await startServer('facade', 1, options),
-    proxy: await startServer('proxy', 1, options),
-  };
   const all = scenarios(storeId, storePageSize);
-  const runs = new Map<string, Run[]>(all.map((s) => [s.name, []]));
-  for (const scenario of all) await measure(servers[scenario.server].url, servers[scenario.server], scenario); // warm-up: JIT, pools, cache
+  // Every runtime's servers run side by side (one at a time under load), so that each round measures all of them.
+  const on: OnRuntime[] = [];
+  for (const runtime of runtimes) {
+    const servers = {
+      passthrough: await startServer('passthrough', 1, options, runtime.execPath),
+      facade: await startServer('facade', 1, options, runtime.execPath),
+      proxy: await startServer('proxy', 1, options, runtime.execPath),
+    };
+    on.push({ runtime, servers, runs: new Map(all.map((s) => [s.name, []])) });
+  }
+  /** Each round in the other order of runtimes than the last. */
+  const inOrder = (round: number): OnRuntime[] => (round % 2 === 1 ? [...on].reverse() : on);
+  // Warm-up: JIT, pools, cache.
+  for (const scenario of all) for (const { servers } of on) await measure(servers[scenario.server].url, servers[scenario.server], scenario);
   for (let round = 1; round <= ROUNDS; round++) {
     for (const scenario of all) {
-      runs.get(scenario.name)?.push(await measure(servers[scenario.server].url, servers[scenario.server], scenario));
-      process.stderr.write('.');
+      for (const { servers, runs } of inOrder(round)) {
+        runs.get(scenario.name)?.push(await measure(servers[scenario.server].url, servers[scenario.server], scenario));
+        process.stderr.write('.');
+      }
     }
   }
   process.stderr.write('\n');
-  const summaries = all.map((s) => summarise(s.name, runs.get(s.name) ?? []));
-  const [passthrough, facade, proxySoap11] = summaries as [Summary, Summary, Summary];
+  const summariesOf = new Map(on.map((o) => [o, all.map((s) => summarise(s.name, o.runs.get(s.name) ?? []))]));
 
-  // Added latency at half of the passthrough's peak rate, open loop in microseconds (bench/latency.ts),
-  // in interleaved rounds like the rest: more of them, since a p99 of one round is a few dozen answers.
-  const halfRate = Math.max(1, Math.round(passthrough.requestsPerSecond / 2));
-  const atHalf = (scenario: Scenario): Promise<LatencyRun> =>
-    latencyAtRate(servers[scenario.server].url, scenario.request, halfRate, SECONDS);
-  const halfRatePair = async (proxyFirst: boolean): Promise<{ passthrough: LatencyRun; proxy: LatencyRun }> => {
+  // Added latency at half of the proxy's own peak rate on that runtime (SOAP 1.1 Search), open loop in
+  // microseconds (bench/latency.ts), in interleaved rounds like the rest: more of them, since a p99 of
+  // one round is a few dozen answers.
+  const halfRateOf = (o: OnRuntime): number =>
+    Math.max(1, Math.round(((summariesOf.get(o) as Summary[])[2] as Summary).requestsPerSecond / 2));
+  const atHalf = (o: OnRuntime, scenario: Scenario): Promise<LatencyRun> =>
+    latencyAtRate(o.servers[scenario.server].url, scenario.request, halfRateOf(o), SECONDS);
+  const halfRatePair = async (o: OnRuntime, proxyFirst: boolean): Promise<{ passthrough: LatencyRun; proxy: LatencyRun }> => {
     if (proxyFirst) {
-      const proxy = await atHalf(all[2] as Scenario);
-      return { proxy, passthrough: await atHalf(all[0] as Scenario) };
+      const proxy = await atHalf(o, all[2] as Scenario);
+      return { proxy, passthrough: await atHalf(o, all[0] as Scenario) };
     }
-    const passthrough = await atHalf(all[0] as Scenario);
-    return { passthrough, proxy: await atHalf(all[2] as Scenario) };
+    const passthrough = await atHalf(o, all[0] as Scenario);
+    return { passthrough, proxy: await atHalf(o, all[2] as Scenario) };
   };
   // A first pair discarded (this client's own warm-up), then each round in the other order than the last.
-  await halfRatePair(false);
-  const halfRateRounds = await sequence(LATENCY_ROUNDS, (round) => halfRatePair(round % 2 === 1));
-  const halfRateErrors = halfRateRounds.reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors, 0);
+  for (const o of on) await halfRatePair(o, false);
+  const halfRateRounds = new Map<OnRuntime, { passthrough: LatencyRun; proxy: LatencyRun }[]>(on.map((o) => [o, []]));
+  for (let round = 0; round < LATENCY_ROUNDS; round++) {
+    for (const o of inOrder(round)) halfRateRounds.get(o)?.push(await halfRatePair(o, round % 2 === 1));
+  }
+
+  // Memory last, apart from every timed run: the live heap needs a forced full collection, after
+  // which V8 sizes the heap for memory and this proxy ran at half its rate for tens of seconds.
+  const heapGrowthOf = new Map<OnRuntime, number>();
+  for (const o of on) {
+    heapGrowthOf.set(
+      o,
+      await liveHeapGrowth(
+        o.servers.proxy,
+        all.filter((s) => s.server === 'proxy' && !s.sequential),
+      ),
+    );
+  }
+
+  const results = on.map((o): RuntimeResult => {
+    const summaries = summariesOf.get(o) as Summary[];
+    const rounds = halfRateRounds.get(o) ?? [];
+    return resultOf(o.runtime, summaries, halfRateOf(o), rounds, heapGrowthOf.get(o) ?? Number.NaN);
+  });
+  // The proxy on each runtime against the first (the oldest): Search over SOAP 1.1, req/s and CPU per call.
+  const [oldest, ...newer] = results;
+  const acrossRuntimes = newer.flatMap((result) => {
+    const proxy = (r: RuntimeResult): Summary => r.summaries[2] as Summary;
+    const name = `node ${result.runtime.major}`;
+    const base = `node ${oldest?.runtime.major}`;
+    return oldest === undefined
+      ? []
+      : [
+          {
+            target: `proxy SOAP 1.1 Search on ${name} ≥ 1.0 × on ${base} (req/s)`,
+            value: proxy(result).requestsPerSecond / proxy(oldest).requestsPerSecond,
+            limit: 1,
+            atLeast: true,
+          },
+          {
+            target: `proxy SOAP 1.1 Search CPU per call on ${name} ≤ 1.0 × on ${base}`,
+            value: proxy(result).cpuMsPerRequest / proxy(oldest).cpuMsPerRequest,
+            limit: 1,
+            atLeast: false,
+          },
+        ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
+  });
+
+  const report: Report = {
+    date: new Date().toISOString(),
+    machine: `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB${PINNING ? ', servers pinned to core 1' : ', not pinned (no taskset)'}`,
+    rounds: ROUNDS,
+    secondsPerRun: SECONDS,
+    connections: CONNECTIONS,
+    halfRateRounds: LATENCY_ROUNDS,
+    runtimes: results,
+    acrossRuntimes,
+  };
+  const markdown = renderMarkdown(report);
+  mkdirSync(RESULTS, { recursive: true });
+  writeFileSync(join(RESULTS, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(RESULTS, 'latest.md'), markdown);
+  process.stdout.write(markdown);
+
+  for (const server of [...on.flatMap((o) => Object.values(o.servers)), upstream]) server.stop();
+  const halfRateErrors = [...halfRateRounds.values()].flat().reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors, 0);
+  if (results.some((r) => r.summaries.some((s) => s.errors > 0)) || halfRateErrors > 0) process.exitCode = 1;
+}
+
+/** One runtime's summaries, its p99s at half of the proxy's peak, and its targets. */
+function resultOf(
+  runtime: Runtime,
+  summaries: readonly Summary[],
+  halfRate: number,
+  halfRateRounds: readonly { passthrough: LatencyRun; proxy: LatencyRun }[],
+  heapGrowth: number,
+): RuntimeResult {
+  const [passthrough, facade, proxySoap11] = summaries as [Summary, Summary, Summary];
   const halfRateP99s = {
     passthrough: halfRateRounds.map((round) => round.passthrough.p99Ms),
     proxy: halfRateRounds.map((round) => round.proxy.p99Ms),
@@ -197,14 +291,6 @@ async function main(): Promise<void> {
     passthrough: pooledP99(halfRateRounds.map((round) => round.passthrough)),
     proxy: pooledP99(halfRateRounds.map((round) => round.proxy)),
   };
-
-  // Memory last, apart from every timed run: the live heap needs a forced full collection, after
-  // which V8 sizes the heap for memory and this proxy ran at half its rate for tens of seconds.
-  const heapGrowth = await liveHeapGrowth(
-    servers.proxy,
-    all.filter((s) => s.server === 'proxy' && !s.sequential),
-  );
-
   const byName = (prefix: string): Summary => summaries.find((s) => s.name.startsWith(prefix)) as Summary;
   const onePage = byName('proxy: StoreLookupPaged');
   const tenPages = byName('proxy: StoreLookup,');
@@ -241,32 +327,17 @@ async function main(): Promise<void> {
       atLeast: false,
     },
   ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
-
-  const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}${PINNING ? ', servers pinned to core 1' : ', not pinned (no taskset)'}`;
-  const report: Report = {
-    date: new Date().toISOString(),
-    machine,
-    rounds: ROUNDS,
-    secondsPerRun: SECONDS,
-    connections: CONNECTIONS,
+  return {
+    runtime,
     summaries,
+    halfRate,
+    halfRateP99s,
     p99PassthroughAtHalf,
     p99ProxyAtHalf,
-    halfRate,
-    halfRateRounds: LATENCY_ROUNDS,
-    halfRateP99s,
     pooledP99AtHalf,
     loadGeneratorLatenessP99Ms,
     targets,
   };
-  const markdown = renderMarkdown(report, passthrough, facade);
-  mkdirSync(RESULTS, { recursive: true });
-  writeFileSync(join(RESULTS, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(join(RESULTS, 'latest.md'), markdown);
-  process.stdout.write(markdown);
-
-  for (const server of [...Object.values(servers), upstream]) server.stop();
-  if (summaries.some((s) => s.errors > 0) || halfRateErrors > 0) process.exitCode = 1;
 }
 
 /**
@@ -283,12 +354,6 @@ async function liveHeapGrowth(proxy: Server, scenarios: readonly Scenario[]): Pr
   return (heap[heap.length - 1] as number) / (heap[Math.min(1, heap.length - 1)] as number) - 1;
 }
 
-async function sequence<T>(times: number, run: (index: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = [];
-  for (let i = 0; i < times; i++) results.push(await run(i));
-  return results;
-}
-
 /** The store of the bench upstream's catalog (the same seed and size) whose size is nearest `designs`. */
 function storeOfAbout(designs: number): { storeId: string; designs: number } {
   const catalog = generateCatalog(catalogOptions(loadConfig({}, { demo: { designs: BENCH_DESIGNS } })));
@@ -298,6 +363,27 @@ function storeOfAbout(designs: number): { storeId: string; designs: number } {
 
 const ms = (value: number): string => value.toFixed(2);
 
+interface Target {
+  readonly target: string;
+  readonly value: number;
+  readonly limit: number;
+  readonly met: boolean;
+}
+
+/** What was measured on one runtime. */
+interface RuntimeResult {
+  readonly runtime: Runtime;
+  readonly summaries: readonly Summary[];
+  /** Half of the proxy's own SOAP 1.1 Search peak on this runtime. */
+  readonly halfRate: number;
+  readonly halfRateP99s: { readonly passthrough: readonly number[]; readonly proxy: readonly number[] };
+  readonly p99PassthroughAtHalf: number;
+  readonly p99ProxyAtHalf: number;
+  readonly pooledP99AtHalf: { readonly passthrough: number; readonly proxy: number };
+  readonly loadGeneratorLatenessP99Ms: number;
+  readonly targets: readonly Target[];
+}
+
 /** What bench/results/latest.json holds, and latest.md shows. */
 interface Report {
   readonly date: string;
@@ -305,36 +391,45 @@ interface Report {
   readonly rounds: number;
   readonly secondsPerRun: number;
   readonly connections: number;
-  readonly summaries: readonly Summary[];
-  readonly p99PassthroughAtHalf: number;
-  readonly p99ProxyAtHalf: number;
-  readonly halfRate: number;
   readonly halfRateRounds: number;
-  readonly halfRateP99s: { readonly passthrough: readonly number[]; readonly proxy: readonly number[] };
-  readonly pooledP99AtHalf: { readonly passthrough: number; readonly proxy: number };
-  readonly loadGeneratorLatenessP99Ms: number;
-  readonly targets: readonly { target: string; value: number; limit: number; met: boolean }[];
+  readonly runtimes: readonly RuntimeResult[];
+  /** The proxy on each newer runtime against the oldest. */
+  readonly acrossRuntimes: readonly Target[];
 }
 
-function renderMarkdown(report: Report, passthrough: Summary, facade: Summary): string {
-  const rows = report.summaries.map(
-    (s) =>
-      `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${(s.requestsPerSecond / passthrough.requestsPerSecond).toFixed(2)} | ${(s.requestsPerSecond / facade.requestsPerSecond).toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuMsPerRequest.toFixed(2)} | ${Math.round(s.peakRssMiB)} | ${s.errors} |`,
-  );
-  const targets = report.targets.map((t) => `| ${t.target} | ${t.value.toFixed(2)} | ${t.met ? 'met' : '**not met**'} |`);
+function renderMarkdown(report: Report): string {
+  const targetRows = (targets: readonly Target[]): string[] =>
+    targets.map((t) => `| ${t.target} | ${t.value.toFixed(2)} | ${t.met ? 'met' : '**not met**'} |`);
+  const sections = report.runtimes.flatMap((r) => {
+    const [passthrough, facade] = r.summaries as [Summary, Summary];
+    const rows = r.summaries.map(
+      (s) =>
+        `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${(s.requestsPerSecond / passthrough.requestsPerSecond).toFixed(2)} | ${(s.requestsPerSecond / facade.requestsPerSecond).toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuMsPerRequest.toFixed(2)} | ${Math.round(s.peakRssMiB)} | ${s.errors} |`,
+    );
+    return [
+      `#### node ${r.runtime.version}`,
+      '',
+      '| scenario | req/s | × (a) | × (b) | p50 ms | p99 ms | CPU ms/req | peak RSS MiB | errors |',
+      '|---|---|---|---|---|---|---|---|---|',
+      ...rows,
+      '',
+      `At ${r.halfRate} req/s (half of the proxy's own SOAP 1.1 peak), open loop, ${report.halfRateRounds} interleaved rounds of ${report.secondsPerRun} s: p99 (a) ${ms(r.p99PassthroughAtHalf)} ms, proxy SOAP 1.1 ${ms(r.p99ProxyAtHalf)} ms (medians; the rounds' p99s: (a) ${r.halfRateP99s.passthrough.map(ms).join(', ')}; proxy ${r.halfRateP99s.proxy.map(ms).join(', ')}). Over all rounds' answers together: p99 (a) ${ms(r.pooledP99AtHalf.passthrough)} ms, proxy ${ms(r.pooledP99AtHalf.proxy)} ms. The load generator itself sent up to ${ms(r.loadGeneratorLatenessP99Ms)} ms late (p99), the same for both.`,
+      '',
+      '| target | measured | |',
+      '|---|---|---|',
+      ...targetRows(r.targets),
+      '',
+    ];
+  });
+  const across =
+    report.acrossRuntimes.length === 0
+      ? []
+      : ['#### Across runtimes', '', '| target | measured | |', '|---|---|---|', ...targetRows(report.acrossRuntimes), ''];
   return [
-    `Benchmark of ${report.date.slice(0, 10)}: ${report.machine}; ${report.rounds} interleaved rounds of ${report.secondsPerRun} s, ${report.connections} connections (1 for the StoreLookup latency rows); medians.`,
+    `Benchmark of ${report.date.slice(0, 10)}: ${report.machine}; node ${report.runtimes.map((r) => r.runtime.version).join(' and ')}, every runtime's servers measured in the same interleaved rounds; ${report.rounds} rounds of ${report.secondsPerRun} s, ${report.connections} connections (1 for the StoreLookup latency rows); medians.`,
     '',
-    '| scenario | req/s | × (a) | × (b) | p50 ms | p99 ms | CPU ms/req | peak RSS MiB | errors |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-    `At ${report.halfRate} req/s (half of (a)'s peak), open loop, ${report.halfRateRounds} interleaved rounds of ${report.secondsPerRun} s: p99 (a) ${ms(report.p99PassthroughAtHalf)} ms, proxy SOAP 1.1 ${ms(report.p99ProxyAtHalf)} ms (medians; the rounds' p99s: (a) ${report.halfRateP99s.passthrough.map(ms).join(', ')}; proxy ${report.halfRateP99s.proxy.map(ms).join(', ')}). Over all rounds' answers together: p99 (a) ${ms(report.pooledP99AtHalf.passthrough)} ms, proxy ${ms(report.pooledP99AtHalf.proxy)} ms. The load generator itself sent up to ${ms(report.loadGeneratorLatenessP99Ms)} ms late (p99), the same for both.`,
-    '',
-    '| target | measured | |',
-    '|---|---|---|',
-    ...targets,
-    '',
+    ...sections,
+    ...across,
   ].join('\n');
 }
 

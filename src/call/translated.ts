@@ -2,6 +2,7 @@ import { UpstreamBusy } from '../errors.js';
 import type { Binding } from '../inbound/binding.js';
 import type { PlanFetcher } from '../outbound/execute.js';
 import type { Fetcher } from '../outbound/upstream.js';
+import { releasePage } from '../xml/compact.js';
 import type { LegacyCall } from '../operations.js';
 import type { WrittenOutcome } from './outcome.js';
 import { shedReply } from './admission.js';
@@ -24,7 +25,10 @@ export async function translatedOutcome<W>(
   try {
     if ('error' in planned) throw planned.error;
     const result = await fetchPlan(planned.plan, upstream, signal);
-    return { reply: binding.write(result, call, wire), failure: null, successor: planned.successor };
+    const reply = binding.write(result, call, wire);
+    // Written into the reply: the page's bytes go back to the pool (src/xml/pool.ts).
+    releasePage(result);
+    return { reply, failure: null, successor: planned.successor };
   } catch (err) {
     // Over the upstream budget: shed, as a call past the concurrency limit is, not a fault.
     const reply = err instanceof UpstreamBusy ? shedReply(err.retryAfterSeconds) : binding.writeError(err, wire);

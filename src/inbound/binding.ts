@@ -51,6 +51,7 @@ export type Read<W> =
 export interface Binding<W = unknown> {
   accepts(method: string, pathInfo: string): boolean;
   read(request: ServiceRequest): Read<W>;
+  /** The reply holds no view of `result`'s bytes: they go back to the pool once it returns (src/xml/pool.ts). */
   write(result: Page, call: LegacyCall, wire: W): Reply;
   /** Any error: a read failure, a translation or upstream failure, or a defect (never its own text). */
   writeError(error: unknown, wire: W): Reply;

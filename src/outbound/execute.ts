@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { assembleAll, assembleWindow, totalItems } from '../translate/assemble.js';
 import { listKey, listPages, pageCount, type AllPagesPlan, type Plan, type UpstreamRequest } from '../translate/plan.js';
-import type { Page } from '../xml/compact.js';
+import { releasePage, type Page } from '../xml/compact.js';
 import { UpstreamBusy } from '../errors.js';
 import type { Shared } from '../redis/shared.js';
 import { createPageCounts, sharePageCounts, type PageCounts } from './page-counts.js';
@@ -42,10 +42,19 @@ export async function executePlan(plan: Plan, upstream: Fetcher, options: Execut
     case 'single':
       return upstream.fetch(plan.request, options.signal);
     case 'window':
-      return assembleWindow(await fetchAll(plan.requests, upstream, options), plan.window, plan.run, plan.shape);
+      return released(await fetchAll(plan.requests, upstream, options), (pages) =>
+        assembleWindow(pages, plan.window, plan.run, plan.shape),
+      );
     case 'allPages':
-      return assembleAll(await fetchList(plan, upstream, options), plan.pageSize, plan.shape);
+      return released(await fetchList(plan, upstream, options), (pages) => assembleAll(pages, plan.pageSize, plan.shape));
   }
+}
+
+/** The pages assembled into a new one, then given back (src/xml/pool.ts): the result holds copies of what it took. */
+function released(pages: readonly Page[], assemble: (pages: readonly Page[]) => Page): Page {
+  const result = assemble(pages);
+  for (const page of pages) releasePage(page);
+  return result;
 }
 
 /**

@@ -14,6 +14,10 @@ import { setFlagsFromString } from 'node:v8';
  * last full collection left, about 100 MB at the 26 MB this proxy keeps live under load; near
  * --max-old-space-size V8 still collects at half the way there. V8 uses the factor for small heaps and
  * under memory pressure too, where it would otherwise grow more slowly.
+ *
+ * Measured on both supported runtimes, and kept on both (docs/performance.md, the heap growth): over
+ * 40 s at 1,100 calls a second, V8's own growth (`=0`) had 43 full collections (285 ms of pauses) on
+ * Node 20 and 111 (855 ms) on Node 24, this setting 3 (17 ms) and 4 (37 ms).
  */
 const HEAP_GROWING_PERCENT = 300;
 

@@ -1,5 +1,6 @@
 import { UpstreamError } from '../errors.js';
 import { attributesOf, itemsOf, rootSpan, treeOf, unescapeAttribute, type CompactDocument, type Page } from '../xml/compact.js';
+import { joined } from '../xml/pool.js';
 import { attribute, childElements, type XmlElement } from '../xml/tree.js';
 import type { PageShape, ItemWindow } from '../operations.js';
 import { sliceStart, type PageRun } from './paging.js';
@@ -74,7 +75,7 @@ function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer>
       const open = bytes.subarray(item.start, item.startTagEnd - (item.empty ? 3 : 1));
       const content = items.length === 0 ? [open, EMPTY_END] : [open, GT, ...items, Buffer.from(`</${shape.items}>`)];
       const parts = [Buffer.from(rootTag), bytes.subarray(root.startTagEnd, item.start), ...content, bytes.subarray(item.end)];
-      return { type: 'compact', rootName: page.rootName, bytes: Buffer.concat(parts) };
+      return { type: 'compact', rootName: page.rootName, bytes: joined(parts) };
     },
   };
 }

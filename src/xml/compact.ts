@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseXml } from './parse.js';
+import { giveBack, lend } from './pool.js';
 import type { XmlElement } from './tree.js';
 import { XML_DECLARATION } from './write.js';
 
@@ -94,9 +95,19 @@ export function compactDocument(body: Uint8Array | readonly Uint8Array[], expect
     at += chunk.length;
   }
   const compactLength = wasm.compact(root.length, length);
-  return compactLength < 0
-    ? null
-    : { type: 'compact', bytes: Buffer.from(memory.subarray(base, base + compactLength)), rootName: expectedRoot };
+  if (compactLength < 0) return null;
+  // Out of the module's memory, which the next page reuses, into a lent buffer (src/xml/pool.ts).
+  const bytes = lend(compactLength);
+  bytes.set(memory.subarray(base, base + compactLength));
+  return { type: 'compact', bytes, rootName: expectedRoot };
+}
+
+/**
+ * Gives a page's bytes back to the pool once nothing reads them: what was written from it holds
+ * copies. A tree, or a page whose bytes the pool did not lend, is left to the collector.
+ */
+export function releasePage(page: Page): void {
+  if (page.type === 'compact') giveBack(page.bytes);
 }
 
 /** The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes as U+FFFD (as undici's `body.text()`). */
@@ -138,7 +149,7 @@ export function indentedDocument(page: CompactDocument): Buffer {
   const indentedLength = wasm.indent(length);
   // Read after the call: indenting may have grown the memory, which replaces its buffer.
   const from = wasm.indentedBase(length);
-  const document = Buffer.allocUnsafe(DOCUMENT_HEAD.length + indentedLength);
+  const document = lend(DOCUMENT_HEAD.length + indentedLength);
   DOCUMENT_HEAD.copy(document);
   document.set(new Uint8Array(wasm.memory.buffer, from, indentedLength), DOCUMENT_HEAD.length);
   return document;
