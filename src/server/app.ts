@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { registerBrownoutGauge } from '../brownouts/gauge.js';
 import { createRefuser } from '../brownouts/refusal.js';
 import { scheduleOf } from '../brownouts/schedule.js';
+import { createPageCache, type PageCache } from '../cache/page-cache.js';
 import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
 import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
@@ -40,7 +41,7 @@ export interface AppDependencies {
   readonly logger?: FastifyBaseLogger;
   /** The deprecation hits' own channel; `logger` when not given. */
   readonly hitLogger?: FastifyBaseLogger;
-  /** The clock of the brownout schedule; `Date.now` when not given. */
+  /** The clock of the brownout schedule and of the page cache; `Date.now` when not given. */
   readonly now?: () => number;
 }
 
@@ -135,6 +136,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     if (!deps.upstream) await upstream.close();
   });
 
+  const cache = pageCache(fastify, config, { shared, hits, upstream, now: deps.now ?? Date.now });
   const serveCall = createCallServer({
     config,
     upstream,
@@ -145,6 +147,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     refuse: refuser(config, hits, deps.now ?? Date.now),
     origin: originRouting(fastify, config, upstream, hits),
     hits,
+    cache,
     linkFor: deprecationSignals(config).linkFor,
   });
   const serveDescription = createDescriptionServer(config.server, config.service, config.paging.profiles);
@@ -213,6 +216,21 @@ function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstr
   const origin = createOriginRouting({ config, upstream, registry: hits.registry, log: fastify.log });
   fastify.addHook('onClose', async () => origin.close());
   return origin;
+}
+
+/**
+ * The page cache (docs/operating.md), in front of the app's upstream, which also makes its background
+ * refreshes; null when `cache.enabled` is off. Closed with the app.
+ */
+function pageCache(
+  fastify: FastifyInstance,
+  config: Config,
+  { shared, hits, upstream, now }: { shared: Shared; hits: HitRecorder; upstream: Upstream; now: () => number },
+): PageCache | null {
+  if (!config.cache.enabled) return null;
+  const cache = createPageCache({ config, shared, registry: hits.registry, background: upstream, log: fastify.log, now });
+  fastify.addHook('onClose', async () => cache.close());
+  return cache;
 }
 
 const SERVICE_LISTENER = 'service';
