@@ -21,7 +21,7 @@ export interface CachedApp {
   readonly lines: Record<string, unknown>[];
   /** The app's clock, epoch milliseconds: a test moves it. */
   readonly clock: { now: number };
-  /** A Search over HTTP GET: status, body, and the call's hit. */
+  /** A Search over HTTP GET: status, body, and the hit logged last (the call's, when calls are made one at a time). */
   search(query: string, apiKey?: string): Promise<Called>;
   /** The value of one series of the app's metrics; undefined when it has none. */
   metric(name: string, labels?: Readonly<Record<string, string>>): Promise<number | undefined>;
