@@ -384,6 +384,20 @@ describe('coalescing', () => {
       expect(served).toEqual(['coalesced']);
     });
 
+    it('one that cannot leave (no signal) keeps it going after the others left', async () => {
+      const upstream = slowUpstream();
+      const fetcher = cache().fetcher(upstream.fetcher, () => {});
+      const caller = new AbortController();
+      const leaving = fetcher.fetch(request, caller.signal);
+      const staying = fetcher.fetch(request);
+      await until('the upstream request', () => upstream.seen.length === 1);
+      caller.abort(new Error('gone'));
+      await expect(leaving).rejects.toThrow('gone');
+      expect(upstream.seen[0]!.aborted).toBe(false);
+      upstream.answer(page);
+      expect(await staying).toEqual(page);
+    });
+
     it('the last one to leave cancels it', async () => {
       const upstream = slowUpstream();
       const fetcher = cache().fetcher(upstream.fetcher, () => {});

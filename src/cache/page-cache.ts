@@ -83,7 +83,11 @@ class Flight {
   }
 
   join(signal: AbortSignal | undefined): Promise<Fetched> {
-    if (signal === undefined) return this.promise;
+    // One that cannot leave keeps the request going for as long as it takes.
+    if (signal === undefined) {
+      this.#waiting++;
+      return this.promise;
+    }
     if (signal.aborted) return Promise.reject(signal.reason);
     this.#waiting++;
     return new Promise<Fetched>((resolve, reject) => {
