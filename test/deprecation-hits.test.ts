@@ -16,6 +16,8 @@ let recorded: RecordedApp;
 
 beforeAll(async () => {
   recorded = await startRecordedApp({
+    // Each binding's call of the same Search goes upstream: the hit of a cached page is test/page-cache.test.ts's.
+    cache: { enabled: false },
     deprecation: { clientIdKey: TEST_CLIENT_ID_KEY },
     clients: [
       { name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: ['warehouse-key'] },
@@ -101,6 +103,7 @@ describe('the deprecation hit', () => {
       reason: null,
       status: 200,
       upstreamRequests: 1,
+      pages: { hit: 0, miss: 1, stale: 0, revalidated: 0, coalesced: 0 },
       remoteAddress: '127.0.0.1',
       userAgent: `hits-test/${binding}`,
     });

@@ -101,6 +101,7 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
       status: 200,
       durationMs: 1,
       upstreamRequests: 1,
+      pages: { hit: 0, miss: 1, stale: 0, revalidated: 0, coalesced: 0 },
       remoteAddress: '203.0.113.5',
       userAgent: null,
     };

@@ -83,10 +83,29 @@ describe('a running proxy', () => {
     expect((await fetch(`${url}/index.asmx/ProductLookup?productNumber=1&apiKey=k`)).status).toBe(200);
   });
 
+  it('applies the page cache settings a reload sets: switched off, every call goes upstream again', async () => {
+    upstream = await startStubUpstream((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/xml' }).end(pageDocument(2, new Map(), SEARCH_PAGES)),
+    );
+    let next = configOf({ upstream: { baseUrl: upstream.origin } });
+    proxy = await start(next, pino({ level: 'silent' }), undefined, () => next);
+    const search = async () => expect((await fetch(`${proxy?.url}/index.asmx/Search?query=dog&apiKey=k`)).status).toBe(200);
+    await search();
+    await search();
+    expect(upstream.requests).toHaveLength(1);
+    next = configOf({ upstream: { baseUrl: upstream.origin }, cache: { enabled: false } });
+    expect(proxy.reload()).toEqual({ status: 'reloaded', restartNeeded: [] });
+    await search();
+    await search();
+    expect(upstream.requests).toHaveLength(3);
+  });
+
   it('applies an upstream budget a reload sets, to the next call', async () => {
     let next = configOf();
     proxy = await start(next, pino({ level: 'silent' }), undefined, () => next);
-    const search = () => fetch(`${proxy?.url}/index.asmx/Search?query=dog&apiKey=reload-budget`);
+    // A query of its own each time: the page cache must not answer in the budget's place.
+    let calls = 0;
+    const search = () => fetch(`${proxy?.url}/index.asmx/Search?query=dog${++calls}&apiKey=reload-budget`);
     for (let call = 0; call < 3; call++) expect((await search()).status).toBe(200);
     next = configOf({ upstream: { budget: { requestsPerSecond: 0.2, burst: 1, maxWaitMs: 0 } } });
     expect(proxy.reload()).toEqual({ status: 'reloaded', restartNeeded: [] });

@@ -186,15 +186,15 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
 
   return {
     guard: (upstream) => ({
-      async fetch(request, signal, requestId) {
+      async fetch(request, signal, requestId, exchange) {
         const budget = settings();
         const { requestsPerSecond } = budget;
-        if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId);
+        if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId, exchange);
         metrics ??= budgetMetrics(registry);
         const key = budgetKey(request);
         await admit(key, { ...budget, requestsPerSecond }, signal);
         try {
-          return await upstream.fetch(request, signal, requestId);
+          return await upstream.fetch(request, signal, requestId, exchange);
         } catch (err) {
           if (!(err instanceof UpstreamOverLimit)) throw err;
           throw shed('upstream', await pause(key, err));

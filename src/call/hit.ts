@@ -1,3 +1,4 @@
+import type { PageResult } from '../cache/page-cache.js';
 import type { Caller } from '../clients/directory.js';
 import type { RouteName } from '../config/schema.js';
 import type { DeprecationHit } from '../deprecation/hits.js';
@@ -18,6 +19,8 @@ export interface CallRecord {
   readonly shed: boolean;
   readonly durationMs: number;
   readonly upstreamRequests: number;
+  /** How the call's pages were served (src/cache/page-cache.ts). */
+  readonly pages: Readonly<Record<PageResult, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
 }
@@ -53,6 +56,7 @@ export function hitOf(record: CallRecord): DeprecationHit {
     status: outcome.reply.status,
     durationMs: Math.round(record.durationMs * 1000) / 1000,
     upstreamRequests: record.upstreamRequests,
+    pages: { ...record.pages },
     remoteAddress: redactCallerText(record.remoteAddress, apiKey),
     userAgent: redactCallerText(record.userAgent, apiKey),
   };

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { PageResult } from '../cache/page-cache.js';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/binding.js';
@@ -43,7 +44,13 @@ export interface DeprecationHit {
   readonly reason: FailureReason | null;
   readonly status: number;
   readonly durationMs: number;
+  /** Requests this call made to the upstream itself (a background refresh is not the call's). */
   readonly upstreamRequests: number;
+  /**
+   * How the call's pages were served, a count for each way: `hit`, `miss`, `stale`, `revalidated`,
+   * `coalesced` (src/cache/page-cache.ts). Without the cache, every page is a `miss`.
+   */
+  readonly pages: Readonly<Record<PageResult, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
 }

@@ -28,12 +28,38 @@ export interface UpstreamOutcome {
   readonly requestId: string | null;
 }
 
+/**
+ * What a page cache (src/cache) asks of one fetch beyond the page, and hears of its response. A
+ * wrapper of `fetch` passes it on as it is; one that drops it costs the cache its validators and the
+ * upstream's Cache-Control, never a wrong page (the request then goes unconditional).
+ */
+export interface Exchange {
+  /**
+   * The page the cache holds and its validators: sent as If-None-Match and If-Modified-Since, and a
+   * 304 Not Modified is answered with `page` as it is.
+   */
+  readonly conditional?: { readonly etag: string | null; readonly lastModified: string | null; readonly page: Page };
+  /** Hears the caching headers of the response the page came from (the 304's, when it was one). */
+  readonly responded?: (caching: ResponseCaching) => void;
+}
+
+/** The headers of a response that say how long its page may be kept and how to revalidate it. */
+export interface ResponseCaching {
+  readonly status: number;
+  readonly cacheControl: string | null;
+  readonly etag: string | null;
+  readonly lastModified: string | null;
+  /** Seconds the response already spent in caches on the way (`Age`). */
+  readonly ageSeconds: number;
+}
+
 export interface Upstream {
   /**
    * `signal` aborts the request; a reason that is a CallError is what the fetch then throws.
-   * `requestId` names the legacy call in what is reported of the request.
+   * `requestId` names the legacy call in what is reported of the request; `exchange` is the page
+   * cache's.
    */
-  fetch(request: UpstreamRequest, signal?: AbortSignal, requestId?: string): Promise<Page>;
+  fetch(request: UpstreamRequest, signal?: AbortSignal, requestId?: string, exchange?: Exchange): Promise<Page>;
   /** Whether the upstream answers at all (any HTTP status), within the connect timeout. */
   reachable(): Promise<boolean>;
   close(): Promise<void>;
@@ -67,8 +93,14 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
   const dispatcher: Dispatcher = agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
 
   /** `responded` hears the status as soon as the headers are in, before the body is read or checked. */
-  async function attempt(request: UpstreamRequest, signal: AbortSignal | undefined, responded: (status: number) => void): Promise<Page> {
+  async function attempt(
+    request: UpstreamRequest,
+    signal: AbortSignal | undefined,
+    responded: (status: number) => void,
+    exchange: Exchange | undefined,
+  ): Promise<Page> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
+    const conditional = exchange?.conditional;
     const {
       statusCode,
       headers: responseHeaders,
@@ -77,12 +109,17 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
       origin: base.origin,
       method: 'GET',
       path: `${basePath}${request.path}?${query}`,
-      headers,
+      headers: conditional === undefined ? headers : { ...headers, ...conditionalHeaders(conditional) },
       signal,
       // Past the limit, fail as .NET does rather than hand back the last 3xx as a response.
       throwOnMaxRedirect: true,
     } as Dispatcher.RequestOptions);
     responded(statusCode);
+    exchange?.responded?.(cachingOf(statusCode, responseHeaders));
+    if (statusCode === 304 && conditional !== undefined) {
+      await body.dump();
+      return conditional.page;
+    }
     // Bytes, in the chunks they came in: a canonical page goes into the reply without ever being
     // decoded, and is joined only where it is checked (src/xml/compact.ts).
     const chunks: Buffer[] = [];
@@ -95,7 +132,7 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
   }
 
   return {
-    async fetch(request, signal, requestId) {
+    async fetch(request, signal, requestId, exchange) {
       const started = performance.now();
       const done = (outcome: UpstreamOutcome['outcome'], status: number | null, code: string | null): void =>
         observe({
@@ -110,9 +147,14 @@ export function createUpstream(upstream: Config['upstream'], observe: (outcome: 
         /** The HTTP status of this attempt's response; null while none has come. */
         let status: number | null = null;
         try {
-          const result = await attempt(request, signal, (code) => {
-            status = code;
-          });
+          const result = await attempt(
+            request,
+            signal,
+            (code) => {
+              status = code;
+            },
+            exchange,
+          );
           done('ok', status, null);
           return result;
         } catch (err) {
@@ -151,6 +193,28 @@ export function basicCredentials(url: URL): { authorization?: string } {
   if (url.username === '' && url.password === '') return {};
   return {
     authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`,
+  };
+}
+
+function conditionalHeaders({ etag, lastModified }: NonNullable<Exchange['conditional']>): Record<string, string> {
+  const sent: Record<string, string> = {};
+  if (etag !== null) sent['if-none-match'] = etag;
+  if (lastModified !== null) sent['if-modified-since'] = lastModified;
+  return sent;
+}
+
+function cachingOf(status: number, headers: Record<string, string | string[] | undefined>): ResponseCaching {
+  const one = (name: string): string | null => {
+    const value = headers[name];
+    return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+  };
+  const age = Number(one('age') ?? '0');
+  return {
+    status,
+    cacheControl: one('cache-control'),
+    etag: one('etag'),
+    lastModified: one('last-modified'),
+    ageSeconds: Number.isFinite(age) && age > 0 ? Math.floor(age) : 0,
   };
 }
 

@@ -5,6 +5,7 @@ import { registerBrownoutGauge } from '../brownouts/gauge.js';
 import { createBudget } from '../budget/budget.js';
 import { createRefuser } from '../brownouts/refusal.js';
 import { scheduleOf } from '../brownouts/schedule.js';
+import { createPageCache, type PageCache } from '../cache/page-cache.js';
 import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
 import { reloaded, type Reloaded } from '../config/reload.js';
@@ -44,7 +45,7 @@ export interface AppDependencies {
   readonly logger?: FastifyBaseLogger;
   /** The deprecation hits' own channel; `logger` when not given. */
   readonly hitLogger?: FastifyBaseLogger;
-  /** The clock of the brownout schedule; `Date.now` when not given. */
+  /** The clock of the brownout schedule and of the page cache; `Date.now` when not given. */
   readonly now?: () => number;
   /** Reads the configuration again for a reload (`POST /reload`, `App.reloadFromSource`); the one given when not. */
   readonly configSource?: () => Config;
@@ -77,7 +78,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   loadCompactPass();
   const { servicePath, trustProxy } = config.server;
   /** The configuration new calls get, and what the call path made of it (below). */
-  let running: Config;
+  let running = config;
   let callPath: { readonly serveCall: CallServer; readonly addSignals: SignalAdder };
   const addSignals: SignalAdder = (request, reply) => callPath.addSignals(request, reply);
   const fastify = Fastify({
@@ -158,7 +159,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     upstream,
   );
   const budgeted: Upstream = {
-    fetch: (request, signal, requestId) => guarded.fetch(request, signal, requestId),
+    fetch: (request, signal, requestId, exchange) => guarded.fetch(request, signal, requestId, exchange),
     reachable: () => upstream.reachable(),
     close: () => upstream.close(),
   };
@@ -169,6 +170,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages, shared);
   const origin = originRouting(fastify, config, budgeted, hits);
   const now = deps.now ?? Date.now;
+  // Made whether or not cache.enabled is on, so that a reload may turn it on; a call path without it skips it.
+  const cache = pageCache(fastify, () => running, { shared, hits, background: budgeted, now });
   let schedule = scheduleOf(config);
   registerBrownoutGauge(hits.registry, () => schedule, now);
   const callPathFor = (current: Config): { readonly serveCall: CallServer; readonly addSignals: SignalAdder } => {
@@ -184,12 +187,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         refuse: createRefuser(schedule, now),
         origin,
         hits,
+        cache: current.cache.enabled ? cache : null,
         linkFor: deprecationSignals(current).linkFor,
       }),
       addSignals: createSignalAdder(current, servicePath),
     };
   };
-  running = config;
   callPath = callPathFor(config);
   const serveCall: CallServer = (binding, serviceRequest, request, reply) => callPath.serveCall(binding, serviceRequest, request, reply);
   const reload = (next: Config): Reloaded => {
@@ -259,6 +262,20 @@ function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstr
   const origin = createOriginRouting({ config, upstream, registry: hits.registry, log: fastify.log });
   fastify.addHook('onClose', async () => origin.close());
   return origin;
+}
+
+/**
+ * The page cache (docs/operating.md), in front of the app's upstream, which also makes its background
+ * refreshes; null when `cache.enabled` is off. Closed with the app.
+ */
+function pageCache(
+  fastify: FastifyInstance,
+  settings: () => Config,
+  { shared, hits, background, now }: { shared: Shared; hits: HitRecorder; background: Upstream; now: () => number },
+): PageCache {
+  const cache = createPageCache({ settings, shared, registry: hits.registry, background, log: fastify.log, now });
+  fastify.addHook('onClose', async () => cache.close());
+  return cache;
 }
 
 const SERVICE_LISTENER = 'service';

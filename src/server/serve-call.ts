@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission } from '../call/admission.js';
 import { startDeadline } from '../call/deadline.js';
 import { hitOf } from '../call/hit.js';
+import type { PageCache, PageResult } from '../cache/page-cache.js';
 import type { Outcome } from '../call/outcome.js';
 import { planCall } from '../call/plan.js';
 import { credentialsRead, readCall } from '../call/read.js';
@@ -51,6 +52,8 @@ export interface CallPath {
   readonly refuse: Refuser;
   readonly origin: OriginRouting;
   readonly hits: HitRecorder;
+  /** The page cache between the call and the upstream; null when `cache.enabled` is off. */
+  readonly cache: PageCache | null;
   /** The Link header of a reply whose call has a successor request. */
   readonly linkFor: (successor: string) => string;
 }
@@ -67,6 +70,7 @@ export function createCallServer(path: CallPath): CallServer {
     // so that its hit says who was turned away from what.
     const { read, failure: readFailure } = readCall(binding, serviceRequest);
     const caller = identify(credentialsRead(read).apiKey, remoteAddress);
+    const pages: Record<PageResult, number> = { hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0 };
     const record = (outcome: Outcome, { route, shed, upstreamRequests }: HowServed): void => {
       const hit = hitOf({
         requestId,
@@ -77,6 +81,7 @@ export function createCallServer(path: CallPath): CallServer {
         shed,
         durationMs: performance.now() - started,
         upstreamRequests,
+        pages,
         remoteAddress,
         userAgent: request.headers['user-agent'] ?? null,
       });
@@ -98,18 +103,32 @@ export function createCallServer(path: CallPath): CallServer {
     reply.raw.once('close', hangUp);
     let upstreamRequests = 0;
     const counted: Fetcher = {
-      fetch: (upstreamRequest, signal) => {
+      fetch: (upstreamRequest, signal, _requestId, exchange) => {
         upstreamRequests++;
-        return upstream.fetch(upstreamRequest, signal, requestId);
+        return upstream.fetch(upstreamRequest, signal, requestId, exchange);
       },
     };
+    // Without the cache every page is a miss; with it, the cache says how each was served.
+    const served = (result: PageResult): void => {
+      pages[result]++;
+    };
+    const fetcher: Fetcher =
+      path.cache === null
+        ? {
+            fetch: async (upstreamRequest, signal) => {
+              const page = await counted.fetch(upstreamRequest, signal);
+              served('miss');
+              return page;
+            },
+          }
+        : path.cache.fetcher(counted, served);
     let routed: Routed;
     try {
       routed = await route(path, binding, read, readFailure, caller, {
         requestId,
         request: serviceRequest,
         userAgent: request.headers['user-agent'],
-        fetcher: counted,
+        fetcher,
         signal: deadline.signal,
       });
       // A relayed reply is bounded by legacy.timeoutMs from here, not by the call's deadline.
@@ -142,7 +161,7 @@ interface Exchange {
   readonly requestId: string;
   readonly request: ServiceRequest;
   readonly userAgent: string | undefined;
-  /** The upstream, each request counted in the call's hit. */
+  /** The upstream through the page cache, each upstream request counted in the call's hit. */
   readonly fetcher: Fetcher;
   readonly signal: AbortSignal;
 }

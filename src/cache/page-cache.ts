@@ -1,0 +1,350 @@
+import { randomUUID } from 'node:crypto';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Config } from '../config/schema.js';
+import { UpstreamBusy, UpstreamError } from '../errors.js';
+import { UPSTREAM_ENDPOINTS, type UpstreamPath } from '../operations.js';
+import type { Exchange, Fetcher, ResponseCaching } from '../outbound/upstream.js';
+import type { Shared } from '../redis/shared.js';
+import type { UpstreamRequest } from '../translate/plan.js';
+import { keepPage, type Page } from '../xml/compact.js';
+import { deadlinesOf } from './freshness.js';
+import { pageKey } from './key.js';
+import { fleetPages, MemoryPages, pageOf, type CachedPage } from './store.js';
+
+/**
+ * The page cache (docs/operating.md, "Page cache"): a decorator of the call's upstream `Fetcher`.
+ * A page is asked of it by its exact upstream request and served, in this order:
+ *
+ * - **hit**: fresh in this instance's memory or in Redis; no upstream request.
+ * - **stale**: past its freshness but within stale-while-revalidate: served as it is while one
+ *   background request (the app's fetcher, not counted for the call) refreshes it, one per key in the
+ *   instance and, through the fleet's lock, in the fleet.
+ * - **revalidated**: past that, with a validator: a conditional request answered 304 Not Modified.
+ * - **miss**: fetched, and kept when it is compact bytes (a page the fast path could not take, a tree,
+ *   passes uncached) and the upstream allows it.
+ * - **coalesced**: another call of this instance, or another instance (Redis lock, then its page),
+ *   was fetching the same page; it is that request's page.
+ * - **stale** again when the request fails for the upstream's sake (down, timeout, 5xx, or over its
+ *   budget: `UpstreamBusy`) and the page is within stale-if-error; past it, the call gets its fault.
+ */
+
+export const PAGE_RESULTS = ['hit', 'miss', 'stale', 'revalidated', 'coalesced'] as const;
+export type PageResult = (typeof PAGE_RESULTS)[number];
+
+export interface PageCache {
+  /**
+   * The upstream of one call: `foreground` (the call's own, whose requests its hit counts) fetches
+   * what the cache cannot serve; `served` hears how each page was served.
+   */
+  fetcher(foreground: Fetcher, served: (result: PageResult) => void): Fetcher;
+  /** Stops background refreshes and waits for what is being written. */
+  close(): Promise<void>;
+}
+
+export interface PageCacheOptions {
+  /**
+   * The running configuration, read per page for what a reload may change (freshness, sharing across
+   * keys, the call timeout of a refresh); the upstream, the key's secret and the memory size once.
+   */
+  readonly settings: () => Pick<Config, 'cache' | 'upstream' | 'deprecation'>;
+  readonly shared: Shared;
+  readonly registry: Registry;
+  /** The app's upstream, for background refreshes. */
+  readonly background: Fetcher;
+  readonly log: { debug(fields: object, message: string): void };
+  /** Epoch milliseconds; `Date.now` when not given. */
+  readonly now?: () => number;
+}
+
+/**
+ * How long an instance that missed a page another instance is fetching waits for it to land in Redis
+ * before it fetches the page itself.
+ */
+const FLEET_WAIT_MS = 3000;
+
+/** A request of a page that has not come yet, with how it came for whoever started it. */
+interface Fetched {
+  readonly page: Page;
+  readonly result: 'miss' | 'revalidated' | 'coalesced';
+}
+
+/**
+ * One upstream request (or one wait for the fleet's) shared by every call of this instance that
+ * wants its page meanwhile. A call whose own signal aborts leaves without cancelling it; the last to
+ * leave does. A background refresh (`detached`) is cancelled only when the cache closes.
+ */
+class Flight {
+  readonly promise: Promise<Fetched>;
+  readonly #controller = new AbortController();
+  readonly #detached: boolean;
+  #waiting = 0;
+
+  constructor(run: (signal: AbortSignal) => Promise<Fetched>, detached: boolean) {
+    this.#detached = detached;
+    this.promise = run(this.#controller.signal);
+    // Whoever waits hears a failure; one nobody waits for any more is no unhandled rejection.
+    this.promise.catch(() => {});
+  }
+
+  join(signal: AbortSignal | undefined): Promise<Fetched> {
+    // One that cannot leave keeps the request going for as long as it takes.
+    if (signal === undefined) {
+      this.#waiting++;
+      return this.promise;
+    }
+    if (signal.aborted) return Promise.reject(signal.reason);
+    this.#waiting++;
+    return new Promise<Fetched>((resolve, reject) => {
+      const leave = (): void => {
+        this.#waiting--;
+        if (this.#waiting === 0 && !this.#detached) this.#controller.abort(signal.reason);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', leave, { once: true });
+      const settle = (): void => {
+        signal.removeEventListener('abort', leave);
+        this.#waiting--;
+      };
+      this.promise.then(
+        (fetched) => {
+          settle();
+          resolve(fetched);
+        },
+        (err: unknown) => {
+          settle();
+          reject(err);
+        },
+      );
+    });
+  }
+}
+
+/** A failure a stale page may stand in for: the upstream's, not the call's (its input, a 4xx, a page that does not fit). */
+export function staleMayStandIn(err: unknown): boolean {
+  if (err instanceof UpstreamBusy) return true;
+  if (!(err instanceof UpstreamError)) return false;
+  if (err.reason === 'upstream_timeout' || err.reason === 'upstream_unreachable') return true;
+  return err.status !== null && err.status >= 500 && err.status <= 599;
+}
+
+export function createPageCache({ settings, shared, registry, background, log, now = Date.now }: PageCacheOptions): PageCache {
+  const config = settings();
+  const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', secret: config.deprecation.clientIdKey });
+  const memory = new MemoryPages(config.cache.maxBytes);
+  const fleet = shared.configured ? fleetPages(shared) : null;
+  const flights = new Map<string, Flight>();
+  /** Writes to Redis and lock releases under way, awaited on close. */
+  const pending = new Set<Promise<unknown>>();
+  const closing = new AbortController();
+
+  const results = new Counter({
+    name: 'upstream_cache_results_total',
+    help: 'Upstream pages asked of the page cache, by endpoint and how each was served: hit (fresh), miss (fetched), stale (past its freshness, refreshed in the background or standing in for a failed request), revalidated (304 Not Modified), coalesced (fetched by another call or instance).',
+    labelNames: ['endpoint', 'result'] as const,
+    registers: [registry],
+  });
+  const staleIfError = new Counter({
+    name: 'upstream_cache_stale_if_error_total',
+    help: 'Stale pages served instead of a fault because the upstream failed (unreachable, timed out, 5xx, or over its budget), by endpoint.',
+    labelNames: ['endpoint'] as const,
+    registers: [registry],
+  });
+  // Every series from the start, at 0: a rate over them is 0, not "no data".
+  for (const endpoint of Object.keys(UPSTREAM_ENDPOINTS) as UpstreamPath[]) {
+    for (const result of PAGE_RESULTS) results.inc({ endpoint, result }, 0);
+    staleIfError.inc({ endpoint }, 0);
+  }
+  new Gauge({
+    name: 'upstream_cache_memory_bytes',
+    help: "Bytes of pages this instance's page cache holds in memory (cache.maxBytes at most).",
+    registers: [registry],
+    collect() {
+      this.set(memory.bytes);
+    },
+  });
+
+  const track = (promise: Promise<unknown>): void => {
+    const settled = promise.catch(() => {});
+    pending.add(settled);
+    void settled.finally(() => pending.delete(settled));
+  };
+
+  /** The page this instance or the fleet holds for `key`, the newer of the two. */
+  async function lookup(key: string, request: UpstreamRequest): Promise<CachedPage | null> {
+    let cached = memory.get(key) ?? null;
+    if (fleet !== null && (cached === null || now() >= cached.freshUntil)) {
+      const remote = await fleet.get(key);
+      if (remote !== null && (cached === null || remote.storedAt > cached.storedAt)) {
+        cached = remote;
+        memory.set(key, remote);
+      }
+    }
+    return cached !== null && cached.rootName === config.upstream.answers[request.path].root ? cached : null;
+  }
+
+  /** Keeps a page the upstream sent (or confirmed with a 304); resolves once Redis has it too. */
+  function keep(key: string, path: UpstreamPath, page: Page, caching: ResponseCaching | null, previous: CachedPage | null): Promise<void> {
+    if (page.type !== 'compact') return Promise.resolve();
+    const storedAt = now();
+    const deadlines = deadlinesOf(storedAt, settings().cache.endpoints[path], caching);
+    if (deadlines === null) {
+      memory.delete(key);
+      return Promise.resolve();
+    }
+    const cached: CachedPage = {
+      ...deadlines,
+      bytes: page.bytes,
+      rootName: page.rootName,
+      storedAt,
+      etag: caching?.etag ?? previous?.etag ?? null,
+      lastModified: caching?.lastModified ?? previous?.lastModified ?? null,
+    };
+    memory.set(key, cached);
+    return fleet === null ? Promise.resolve() : fleet.put(key, cached, storedAt);
+  }
+
+  /** The upstream's page, conditional on the validators of the one held; `stored` settles once it is kept. */
+  async function fromUpstream(
+    key: string,
+    request: UpstreamRequest,
+    cached: CachedPage | null,
+    fetcher: Fetcher,
+    signal: AbortSignal,
+  ): Promise<{ fetched: Fetched; stored: Promise<void> }> {
+    let caching: ResponseCaching | null = null;
+    const conditional =
+      cached !== null && (cached.etag !== null || cached.lastModified !== null)
+        ? { etag: cached.etag, lastModified: cached.lastModified, page: pageOf(cached) }
+        : undefined;
+    const exchange: Exchange = {
+      ...(conditional === undefined ? {} : { conditional }),
+      responded: (heard) => {
+        caching = heard;
+      },
+    };
+    const page = await fetcher.fetch(request, signal, undefined, exchange);
+    // Held by the cache and by every call coalesced on it: never given back to the pool (src/xml/pool.ts).
+    keepPage(page);
+    const revalidated = conditional !== undefined && page === conditional.page;
+    const stored = keep(key, request.path, page, caching, revalidated ? cached : null);
+    return { fetched: { page, result: revalidated ? 'revalidated' : 'miss' }, stored };
+  }
+
+  /**
+   * The page from the upstream, fetched by one instance of the fleet: the one that takes the lock;
+   * the others wait for its page in Redis, and fetch it themselves when none comes in time.
+   */
+  async function fetchOnce(
+    key: string,
+    request: UpstreamRequest,
+    cached: CachedPage | null,
+    fetcher: Fetcher,
+    signal: AbortSignal,
+  ): Promise<Fetched> {
+    if (fleet === null) {
+      const { fetched, stored } = await fromUpstream(key, request, cached, fetcher, signal);
+      track(stored);
+      return fetched;
+    }
+    const token = randomUUID();
+    if (!(await fleet.lock(key, token))) {
+      const landed = await fleet.waitFor(key, cached?.storedAt ?? 0, FLEET_WAIT_MS, signal);
+      if (landed !== null && landed.rootName === config.upstream.answers[request.path].root) {
+        memory.set(key, landed);
+        return { page: pageOf(landed), result: 'coalesced' };
+      }
+      const { fetched, stored } = await fromUpstream(key, request, cached, fetcher, signal);
+      track(stored);
+      return fetched;
+    }
+    let stored: Promise<void> = Promise.resolve();
+    try {
+      const fromHere = await fromUpstream(key, request, cached, fetcher, signal);
+      stored = fromHere.stored;
+      return fromHere.fetched;
+    } finally {
+      // Released once the page is in Redis, so that a waiting instance finds it there.
+      track(stored.finally(() => fleet.unlock(key, token)));
+    }
+  }
+
+  function startFlight(key: string, run: (signal: AbortSignal) => Promise<Fetched>, detached: boolean): Flight {
+    const flight = new Flight(run, detached);
+    flights.set(key, flight);
+    const done = flight.promise.then(
+      () => {},
+      () => {},
+    );
+    track(done);
+    void done.finally(() => {
+      if (flights.get(key) === flight) flights.delete(key);
+    });
+    return flight;
+  }
+
+  /** One background refresh of a stale page, unless a request for it is already under way here. */
+  function refresh(key: string, request: UpstreamRequest, cached: CachedPage): void {
+    if (flights.has(key) || closing.signal.aborted) return;
+    const flight = startFlight(
+      key,
+      (signal) =>
+        fetchOnce(
+          key,
+          request,
+          cached,
+          background,
+          AbortSignal.any([signal, closing.signal, AbortSignal.timeout(settings().upstream.callTimeoutMs)]),
+        ),
+      true,
+    );
+    flight.promise.catch((err: unknown) => {
+      log.debug(
+        { event: 'cache_refresh_failed', path: request.path, reason: err instanceof Error ? err.name : String(err) },
+        'background refresh failed',
+      );
+    });
+  }
+
+  async function fetchPage(
+    request: UpstreamRequest,
+    signal: AbortSignal | undefined,
+    foreground: Fetcher,
+  ): Promise<{ page: Page; result: PageResult }> {
+    const key = keyOf(request, settings().cache.shareAcrossKeys);
+    const cached = await lookup(key, request);
+    const at = now();
+    if (cached !== null && at < cached.freshUntil) return { page: pageOf(cached), result: 'hit' };
+    if (cached !== null && at < cached.staleWhileRevalidateUntil) {
+      refresh(key, request, cached);
+      return { page: pageOf(cached), result: 'stale' };
+    }
+    try {
+      const flying = flights.get(key);
+      if (flying !== undefined) return { page: (await flying.join(signal)).page, result: 'coalesced' };
+      return await startFlight(key, (own) => fetchOnce(key, request, cached, foreground, own), false).join(signal);
+    } catch (err) {
+      if (cached !== null && signal?.aborted !== true && staleMayStandIn(err) && now() < cached.staleIfErrorUntil) {
+        staleIfError.inc({ endpoint: request.path });
+        return { page: pageOf(cached), result: 'stale' };
+      }
+      throw err;
+    }
+  }
+
+  return {
+    fetcher(foreground, served) {
+      return {
+        async fetch(request, signal) {
+          const { page, result } = await fetchPage(request, signal, foreground);
+          results.inc({ endpoint: request.path, result });
+          served(result);
+          return page;
+        },
+      };
+    },
+    async close() {
+      closing.abort(new Error('the page cache is closing'));
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+  };
+}

@@ -1,0 +1,185 @@
+import type { Shared } from '../redis/shared.js';
+import type { CompactDocument } from '../xml/compact.js';
+import { keepUntil, type Deadlines } from './freshness.js';
+
+/**
+ * Where cached pages are kept: this instance's memory (least recently used evicted first, bounded in
+ * bytes) and, when `redis.url` is set, Redis for the fleet, each page for as long as it may still be
+ * served. Keys are already hashes (src/cache/key.ts): nothing here holds an appKey. Redis down or slow
+ * is a miss there, never a failure (`Shared.run`).
+ */
+
+export interface CachedPage extends Deadlines {
+  /** Compact bytes as the fast path checked them (src/xml/compact.ts). */
+  readonly bytes: Buffer;
+  readonly rootName: string;
+  /** Epoch milliseconds: when the upstream's response for it came. */
+  readonly storedAt: number;
+  readonly etag: string | null;
+  readonly lastModified: string | null;
+}
+
+export function pageOf(cached: CachedPage): CompactDocument {
+  return { type: 'compact', bytes: cached.bytes, rootName: cached.rootName };
+}
+
+/** What a page costs in memory besides its bytes: the entry, its key, its validators. */
+const ENTRY_OVERHEAD_BYTES = 256;
+
+const sizeOf = (page: CachedPage): number => page.bytes.length + ENTRY_OVERHEAD_BYTES;
+
+/** The instance's own pages, the least recently used evicted first once `maxBytes` are held. */
+export class MemoryPages {
+  readonly #pages = new Map<string, CachedPage>();
+  readonly #maxBytes: number;
+  #bytes = 0;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  get size(): number {
+    return this.#pages.size;
+  }
+
+  get(key: string): CachedPage | undefined {
+    const page = this.#pages.get(key);
+    if (page === undefined) return undefined;
+    // Most recently used last: a Map iterates in insertion order.
+    this.#pages.delete(key);
+    this.#pages.set(key, page);
+    return page;
+  }
+
+  set(key: string, page: CachedPage): void {
+    this.delete(key);
+    // A page larger than the whole cache is not kept: it would only evict everything else.
+    if (sizeOf(page) > this.#maxBytes) return;
+    this.#pages.set(key, page);
+    this.#bytes += sizeOf(page);
+    for (const [oldest, evicted] of this.#pages) {
+      if (this.#bytes <= this.#maxBytes) break;
+      this.#pages.delete(oldest);
+      this.#bytes -= sizeOf(evicted);
+    }
+  }
+
+  delete(key: string): void {
+    const page = this.#pages.get(key);
+    if (page === undefined) return;
+    this.#pages.delete(key);
+    this.#bytes -= sizeOf(page);
+  }
+}
+
+/** How long the one instance fetching a page others miss too holds its lock, at most. */
+const LOCK_TTL_MS = 15_000;
+/** How often an instance waiting for another's page looks for it. */
+const POLL_INTERVAL_MS = 20;
+
+export interface FleetPages {
+  /** The page as Redis holds it; null when it holds none or cannot be asked. */
+  get(key: string): Promise<CachedPage | null>;
+  /** Keeps the page for the fleet until it may no longer be served; resolves once done (or given up). */
+  put(key: string, page: CachedPage, now: number): Promise<void>;
+  /** Whether this instance is the one to fetch the page (always, when Redis cannot say). */
+  lock(key: string, token: string): Promise<boolean>;
+  unlock(key: string, token: string): Promise<void>;
+  /**
+   * A page stored after `newerThan` by the instance holding the lock, within `waitMs`; null when none
+   * came, the lock went without one (its holder failed or could not keep the page), or Redis cannot say.
+   */
+  waitFor(key: string, newerThan: number, waitMs: number, signal: AbortSignal): Promise<CachedPage | null>;
+}
+
+/** Releases a lock only if it is still this instance's (it may have expired and been taken since). */
+const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+export function fleetPages(shared: Shared): FleetPages {
+  const pageKey = (key: string): string => shared.key('page', key);
+  const lockKey = (key: string): string => shared.key('page-lock', key);
+  return {
+    async get(key) {
+      const stored = await shared.run(
+        'cache',
+        (redis) => redis.getBuffer(pageKey(key)),
+        () => null,
+      );
+      return stored === null ? null : decode(stored);
+    },
+    async put(key, page, now) {
+      const ttl = keepUntil(page) - now;
+      if (ttl <= 0) return;
+      await shared.run(
+        'cache',
+        (redis) => redis.set(pageKey(key), encode(page), 'PX', ttl),
+        () => null,
+      );
+    },
+    async lock(key, token) {
+      const taken = await shared.run(
+        'lock',
+        (redis) => redis.set(lockKey(key), token, 'PX', LOCK_TTL_MS, 'NX'),
+        () => 'OK' as const,
+      );
+      return taken === 'OK';
+    },
+    async unlock(key, token) {
+      await shared.run(
+        'lock',
+        (redis) => redis.eval(UNLOCK_SCRIPT, 1, lockKey(key), token),
+        () => 0,
+      );
+    },
+    async waitFor(key, newerThan, waitMs, signal) {
+      const until = performance.now() + waitMs;
+      while (performance.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+        if (signal.aborted) throw signal.reason;
+        const seen = await shared.run(
+          'lock',
+          async (redis) => {
+            const [stored, locked] = (await redis.multi().getBuffer(pageKey(key)).exists(lockKey(key)).exec()) ?? [];
+            return { stored: (stored?.[1] as Buffer | null) ?? null, locked: locked?.[1] === 1 };
+          },
+          () => null,
+        );
+        if (seen === null) return null;
+        const page = seen.stored === null ? null : decode(seen.stored);
+        if (page !== null && page.storedAt > newerThan) return page;
+        if (!seen.locked) return null;
+      }
+      return null;
+    },
+  };
+}
+
+/**
+ * A page in Redis: four bytes giving the length of a JSON header (deadlines, validators, root name),
+ * the header, then the page's bytes as they are.
+ */
+function encode(page: CachedPage): Buffer {
+  const { bytes, ...meta } = page;
+  const header = Buffer.from(JSON.stringify(meta));
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(header.length);
+  return Buffer.concat([length, header, bytes]);
+}
+
+/** A stored page, or null for anything else (a value another version wrote, or not ours). */
+function decode(stored: Buffer): CachedPage | null {
+  try {
+    if (stored.length < 4) return null;
+    const length = stored.readUInt32BE(0);
+    const meta = JSON.parse(stored.toString('utf8', 4, 4 + length)) as Omit<CachedPage, 'bytes'>;
+    const numbers = [meta.storedAt, meta.freshUntil, meta.staleWhileRevalidateUntil, meta.staleIfErrorUntil];
+    if (typeof meta.rootName !== 'string' || !numbers.every((value) => typeof value === 'number')) return null;
+    return { ...meta, bytes: stored.subarray(4 + length) };
+  } catch {
+    return null;
+  }
+}
