@@ -157,12 +157,15 @@ export class UpstreamBusy extends CallError {
   readonly retryAfterSeconds: number;
   /** What said no: the fleet's own budget, or the upstream's 403 over QPS or rate. */
   readonly source: 'budget' | 'upstream';
+  /** Whether the upstream was asked (and answered 403): otherwise no request went out for it. */
+  readonly requested: boolean;
 
-  constructor(retryAfterSeconds: number, source: 'budget' | 'upstream') {
+  constructor(retryAfterSeconds: number, source: 'budget' | 'upstream', requested = false) {
     super(`The upstream budget of this appKey has no room for ${retryAfterSeconds} s (${source}).`);
     this.name = 'UpstreamBusy';
     this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
     this.source = source;
+    this.requested = requested;
   }
 }
 

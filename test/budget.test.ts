@@ -251,7 +251,7 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     }
     expect(upstream.requests).toHaveLength(1);
     expect(hitsOf(proxy.lines).slice(1)).toMatchObject(
-      CALL_BINDINGS.map((binding) => ({ binding, outcome: 'shed', reason: 'budget', status: 503, upstreamRequests: 1 })),
+      CALL_BINDINGS.map((binding) => ({ binding, outcome: 'shed', reason: 'budget', status: 503, upstreamRequests: 0 })),
     );
     expect(metric(await proxy.metrics(), 'upstream_budget_sheds_total{source="budget"}')).toBe(4);
   });
@@ -323,7 +323,7 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     expect(other.status).toBe(503);
     expect(Number(other.headers.get('retry-after'))).toBeLessThanOrEqual(2);
     expect(upstream.requests).toHaveLength(1);
-    expect(hitsOf(b.lines)).toMatchObject([{ outcome: 'shed', reason: 'budget', upstreamRequests: 1 }]);
+    expect(hitsOf(b.lines)).toMatchObject([{ outcome: 'shed', reason: 'budget', upstreamRequests: 0 }]);
     expect(metric(await b.metrics(), 'upstream_budget_sheds_total{source="upstream"}')).toBe(1);
     expect(metric(await a.metrics(), 'upstream_key_pauses_total{limit="qps"}')).toBe(1);
     // Other keys are not paused.

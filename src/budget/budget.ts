@@ -142,9 +142,9 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
     return 0;
   }
 
-  const shed = (source: UpstreamBusy['source'], retryMs: number): UpstreamBusy => {
+  const shed = (source: UpstreamBusy['source'], retryMs: number, requested = false): UpstreamBusy => {
     metrics?.sheds.inc({ source });
-    return new UpstreamBusy(retryMs / 1000, source);
+    return new UpstreamBusy(retryMs / 1000, source, requested);
   };
 
   /** Room for one request of `key`, waited for; throws UpstreamBusy, or the signal's reason when the call is cancelled. */
@@ -197,7 +197,7 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
           return await upstream.fetch(request, signal, requestId, exchange);
         } catch (err) {
           if (!(err instanceof UpstreamOverLimit)) throw err;
-          throw shed('upstream', await pause(key, err));
+          throw shed('upstream', await pause(key, err), true);
         }
       },
     }),

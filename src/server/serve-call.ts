@@ -12,7 +12,7 @@ import type { ClientDirectory } from '../clients/directory.js';
 import type { Caller } from '../clients/directory.js';
 import type { Config, LegacyRoute, RouteName } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
-import { ClientClosedError, LegacyOriginError } from '../errors.js';
+import { ClientClosedError, LegacyOriginError, UpstreamBusy } from '../errors.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { errorPage, isRelayed } from '../inbound/reply.js';
 import { INTERNAL_ERROR } from '../messages.js';
@@ -103,9 +103,15 @@ export function createCallServer(path: CallPath): CallServer {
     reply.raw.once('close', hangUp);
     let upstreamRequests = 0;
     const counted: Fetcher = {
-      fetch: (upstreamRequest, signal, _requestId, exchange) => {
+      fetch: async (upstreamRequest, signal, _requestId, exchange) => {
         upstreamRequests++;
-        return upstream.fetch(upstreamRequest, signal, requestId, exchange);
+        try {
+          return await upstream.fetch(upstreamRequest, signal, requestId, exchange);
+        } catch (err) {
+          // Shed by the budget before it went out: not an upstream request.
+          if (err instanceof UpstreamBusy && !err.requested) upstreamRequests--;
+          throw err;
+        }
       },
     };
     // Without the cache every page is a miss; with it, the cache says how each was served.
