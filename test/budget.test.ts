@@ -198,6 +198,25 @@ describe('with a budget, on one instance without Redis', () => {
   });
 });
 
+/** A stub of the Mashery gateway in front of the upstream: `qps` requests a second per key, a 403 over QPS past them. */
+async function masheryGateway(qps: number): Promise<{ upstream: StubUpstream; refused: () => number }> {
+  const seen: number[] = [];
+  let refused = 0;
+  const upstream = await stub((req, res) => {
+    const now = performance.now();
+    while (seen.length > 0 && (seen[0] as number) <= now - 1000) seen.shift();
+    if (seen.length >= qps) {
+      refused++;
+      overQps(res, '1');
+      return;
+    }
+    seen.push(now);
+    res.writeHead(200, { 'content-type': 'text/xml' });
+    res.end(pageDocument(1, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
+  });
+  return { upstream, refused: () => refused };
+}
+
 describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisInstalled ? '' : ` (skipped: ${REDIS_MISSING})`}`, () => {
   let redis: RedisServer;
   beforeAll(async () => {
@@ -257,25 +276,12 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
   });
 
   it('at 100 calls/s against a gateway enforcing 20 requests/s with 403s, no 403 reaches a caller: each call is answered or shed with Retry-After', async () => {
-    const seen: number[] = [];
-    let refused = 0;
-    const upstream = await stub((req, res) => {
-      const now = performance.now();
-      while (seen.length > 0 && (seen[0] as number) <= now - 1000) seen.shift();
-      if (seen.length >= 20) {
-        refused++;
-        overQps(res, '1');
-        return;
-      }
-      seen.push(now);
-      res.writeHead(200, { 'content-type': 'text/xml' });
-      res.end(pageDocument(1, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
-    });
+    const { upstream, refused } = await masheryGateway(20);
     // A budget above the plan (25 + 5 a second against 20), so that the gateway does refuse.
     const settings = shared({ requestsPerSecond: 25, burst: 5, maxWaitMs: 500 });
     const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
     const replies = await paced(300, 10, (i) => lookup((i % 2 === 0 ? a : b).base, 'plan-key'));
-    expect(refused).toBeGreaterThan(0);
+    expect(refused()).toBeGreaterThan(0);
     expect(replies.filter((reply) => reply.status !== 200 && reply.status !== 503)).toEqual([]);
     expect(replies.filter((reply) => reply.status === 503 && !(Number(reply.retryAfter) >= 1))).toEqual([]);
     expect(replies.filter((reply) => reply.status === 200).length).toBeGreaterThan(30);
@@ -283,28 +289,15 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     expect(hits).toHaveLength(300);
     expect(hits.filter((hit) => hit.outcome !== 'ok' && hit.outcome !== 'shed')).toEqual([]);
     const pauses = [a, b].map(async (proxy) => metric(await proxy.metrics(), 'upstream_key_pauses_total{limit="qps"}') ?? 0);
-    expect((await Promise.all(pauses)).reduce((sum, n) => sum + n, 0)).toBe(refused);
+    expect((await Promise.all(pauses)).reduce((sum, n) => sum + n, 0)).toBe(refused());
   }, 20_000);
 
   it('sized as docs/operating.md says (requestsPerSecond + burst at most 80% of the plan’s QPS), the gateway never refuses', async () => {
-    const seen: number[] = [];
-    let refused = 0;
-    const upstream = await stub((req, res) => {
-      const now = performance.now();
-      while (seen.length > 0 && (seen[0] as number) <= now - 1000) seen.shift();
-      if (seen.length >= 20) {
-        refused++;
-        overQps(res, '1');
-        return;
-      }
-      seen.push(now);
-      res.writeHead(200, { 'content-type': 'text/xml' });
-      res.end(pageDocument(1, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES));
-    });
+    const { upstream, refused } = await masheryGateway(20);
     const settings = shared({ requestsPerSecond: 12, burst: 4, maxWaitMs: 500 });
     const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
     const replies = await paced(200, 10, (i) => lookup((i % 2 === 0 ? a : b).base, 'plan-key'));
-    expect(refused).toBe(0);
+    expect(refused()).toBe(0);
     expect(new Set(replies.map((reply) => reply.status))).toEqual(new Set([200, 503]));
   }, 20_000);
 

@@ -21,6 +21,14 @@ function recordingLog(): SharedLog & { readonly lines: Line[] } {
   };
 }
 
+/** What a use of the shared state gets: Redis's answer, or the instance's own. */
+const ownState = (shared: Shared): Promise<string> =>
+  shared.run(
+    'cache',
+    async () => 'from redis',
+    () => 'own',
+  );
+
 const settings = (url: string | null) => ({ url, keyPrefix: 'test:', commandTimeoutMs: 200, connectTimeoutMs: 500 });
 
 async function metric(registry: Registry, name: string): Promise<number> {
@@ -42,13 +50,7 @@ describe('without redis.url', () => {
     const log = recordingLog();
     const shared = createShared(settings(null), registry, log);
     expect(shared.configured).toBe(false);
-    expect(
-      await shared.run(
-        'cache',
-        async () => 'from redis',
-        () => 'own',
-      ),
-    ).toBe('own');
+    expect(await ownState(shared)).toBe('own');
     expect(shared.key('page', 'abc')).toBe('test:page:abc');
     expect(log.lines).toEqual([]);
     expect((await registry.getMetricsAsJSON()).map((each) => each.name)).not.toContain('redis_up');
@@ -120,13 +122,7 @@ describe.skipIf(skipClientSuite(redisInstalled))('with a real redis-server', () 
     try {
       await until(() => log.lines.length > 0, 5000);
       expect(log.lines[0]?.fields.event).toBe('redis_unavailable');
-      expect(
-        await shared.run(
-          'cache',
-          async () => 'from redis',
-          () => 'own',
-        ),
-      ).toBe('own');
+      expect(await ownState(shared)).toBe('own');
       expect(JSON.stringify(log.lines)).not.toContain('S3cretRedisPass');
     } finally {
       await shared.close();
