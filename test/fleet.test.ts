@@ -1,0 +1,331 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished, type TestContext } from 'vitest';
+import type { Catalog } from '../src/demo/catalog.js';
+import { type CallBinding, CALL_BINDINGS, legacyCall } from './support/calls.js';
+import { requireClient } from './support/clients.js';
+import {
+  type CallResult,
+  FLEET_MISSING,
+  type Fleet,
+  type FleetInstance,
+  masheryQpsLimit,
+  skipFleetSuite,
+  startFleet,
+  startLoad,
+  TEST_HEALTH_CHECKS,
+  detectionMs,
+  waitUntil,
+} from './support/fleet.js';
+
+/**
+ * A real fleet (issue 18, item 7; docs/fleet.md): three proxies as production runs them, Redis and
+ * HAProxy checking `/readyz`, all on loopback (test/support/fleet.ts). Without redis-server or haproxy
+ * the suite is skipped and says so, unless REQUIRE_OTHER_CLIENTS=1 (.ci/run installs them).
+ *
+ * A failed call is a connection error, a timeout, a 5xx or a reply that is not the operation's result.
+ */
+
+const ROOT = join(import.meta.dirname, '..');
+
+// --- Features still being built -------------------------------------------------------------------------
+// The page cache and the upstream budget are being built on other branches; their scenarios are here
+// already, each skipped with a message until its feature is in the tree. Remove a guard once merged.
+
+const PAGE_CACHE_BUILT = existsSync(join(ROOT, 'src', 'cache'));
+const UPSTREAM_BUDGET_BUILT = existsSync(join(ROOT, 'src', 'budget'));
+
+function needsPageCache(context: TestContext): void {
+  if (!PAGE_CACHE_BUILT) context.skip('needs the page cache (src/cache/ is not in the tree yet)');
+}
+
+function needsUpstreamBudget(context: TestContext): void {
+  if (!UPSTREAM_BUDGET_BUILT) context.skip('needs the upstream budget (src/budget/ is not in the tree yet)');
+}
+
+// --- Calls ----------------------------------------------------------------------------------------------
+
+const API_KEY = 'fleet-caller-key';
+
+interface CallSpec {
+  readonly op: string;
+  readonly binding: CallBinding;
+  readonly params: Readonly<Record<string, string>>;
+}
+
+const nameOf = (spec: CallSpec): string => `${spec.op} over ${spec.binding} ${JSON.stringify(spec.params)}`;
+
+/**
+ * Every operation over every binding (twenty calls), with a store and a product the demo catalog has:
+ * the smallest store, and a search of 30 items rather than the largest pages, so that two cores shared
+ * with the rest of the suite carry 200 calls a second.
+ */
+function everyCall(catalog: Catalog): CallSpec[] {
+  const designs = (storeId: string): number => catalog.designs.filter((design) => design.store.id === storeId).length;
+  const storeId = catalog.stores.map((store) => store.id).sort((a, b) => designs(a) - designs(b))[0]!;
+  const productNumber = String(catalog.designs[42]!.products[0]!.productNumber);
+  const operations: readonly [string, Record<string, string>][] = [
+    ['Search', { query: 'love', apiKey: API_KEY }],
+    ['AdvancedSearch', { query: 'dog', apiKey: API_KEY, productTypes: 'Mug', startResults: '5', maxResults: '10', sort: 'by-date-desc' }],
+    ['StoreLookup', { storeId, apiKey: API_KEY }],
+    ['StoreLookupPaged', { storeId, apiKey: API_KEY, pageIndex: '0', pageSize: '10' }],
+    ['ProductLookup', { productNumber, apiKey: API_KEY }],
+  ];
+  return operations.flatMap(([op, params]) => CALL_BINDINGS.map((binding) => ({ op, binding, params })));
+}
+
+/** The operation's result, as its binding frames it (docs/wire.md §4). */
+function succeeded(spec: CallSpec, result: CallResult): boolean {
+  if (result.status !== 200 || !result.body.includes('<searchResultSet ') || !result.body.includes('</searchResultSet>')) return false;
+  if (spec.binding === 'soap11' || spec.binding === 'soap12') return result.body.includes(`<${spec.op}Result>`);
+  return true;
+}
+
+/** ASP.NET's 503 Server Too Busy with Retry-After: a call shed, which a legacy client retries. */
+function shed(result: CallResult): boolean {
+  return result.status === 503 && /^\d+$/.test(result.headers?.get('retry-after') ?? '');
+}
+
+/** The legacy fault for an upstream that cannot be connected to, as each binding says it (docs/wire.md §5). */
+function unreachableFault(spec: CallSpec, result: CallResult): boolean {
+  if (result.status !== 500) return false;
+  if (spec.binding === 'httpGet' || spec.binding === 'httpPost') return result.body === 'Unable to connect to the remote server\r\n';
+  return result.body.includes('Server was unable to process request. ---&gt; Unable to connect to the remote server</');
+}
+
+/** A line per call for a failure message: what, when, and what came back. */
+function told(result: CallResult): string {
+  const reply = result.status === null ? result.error : `${result.status} ${result.body.slice(0, 160).replace(/\s+/g, ' ')}`;
+  return `${result.what} sent at ${Math.round(result.sentAt)} ms, ${Math.round(result.durationMs)} ms: ${reply}`;
+}
+
+/** `perSecond` calls through the fleet's HAProxy, drawn in turn from `specs`; `stop` gives their results. */
+function loadOf(fleet: Fleet, perSecond: number, specs: readonly CallSpec[] | ((index: number) => CallSpec)) {
+  const byName = new Map<string, CallSpec>();
+  const load = startLoad(perSecond, (index) => {
+    const spec = typeof specs === 'function' ? specs(index) : specs[index % specs.length]!;
+    const what = nameOf(spec);
+    byName.set(what, spec);
+    return { what, send: (signal) => legacyCall(fleet.url, spec.binding, spec.op, spec.params, {}, signal) };
+  });
+  return {
+    async stop(): Promise<{ results: CallResult[]; specOf: (result: CallResult) => CallSpec }> {
+      const results = await load.stop();
+      return { results, specOf: (result) => byName.get(result.what)! };
+    },
+  };
+}
+
+/** One call, straight to `base` (an instance or HAProxy), as the load generator would record it. */
+async function callOnce(base: string, spec: CallSpec): Promise<CallResult> {
+  const started = performance.now();
+  const result = {
+    what: nameOf(spec),
+    sentAt: 0,
+    status: null as number | null,
+    headers: null as Headers | null,
+    body: '',
+    error: null as string | null,
+  };
+  try {
+    const response = await legacyCall(base, spec.binding, spec.op, spec.params, {}, AbortSignal.timeout(15_000));
+    [result.status, result.headers, result.body] = [response.status, response.headers, await response.text()];
+  } catch (err) {
+    result.error = err instanceof Error ? err.message : String(err);
+  }
+  return { ...result, durationMs: performance.now() - started };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The calls each instance answered (its hits), over every run of it. */
+const hitsOf = (instance: FleetInstance): number => instance.events('deprecated_call').length;
+
+async function fleetOf(options: Parameters<typeof startFleet>[0] = {}): Promise<Fleet> {
+  const fleet = await startFleet(options);
+  onTestFinished(() => fleet.stop());
+  return fleet;
+}
+
+if (skipFleetSuite) console.warn(`test/fleet.test.ts: the fleet scenarios are skipped: ${FLEET_MISSING}.`);
+
+describe.skipIf(skipFleetSuite)('a fleet: three proxies, Redis and HAProxy checking /readyz', () => {
+  beforeAll(() => requireClient(FLEET_MISSING === null, FLEET_MISSING ?? ''));
+
+  it('a rolling restart of each instance under 200 calls/s of every operation over every binding fails no call', async () => {
+    const fleet = await fleetOf();
+    expect(fleet.drainDelayMs).toBeGreaterThan(detectionMs(TEST_HEALTH_CHECKS));
+    // One call on each instance still in flight when its listener closes, on a kept-alive connection
+    // as a load balancer's are: it is answered, and the instance exits right after it.
+    const slowMs = fleet.drainDelayMs + 1000;
+    fleet.upstream.slow((url) => url.includes('query=in-flight-at-close'), slowMs);
+    const load = loadOf(fleet, 200, everyCall(fleet.upstream.catalog));
+    await sleep(1000);
+    const before = fleet.instances.map(hitsOf);
+    const steps = [];
+    const slowCalls: Promise<CallResult>[] = [];
+    for (const [index, instance] of fleet.instances.entries()) {
+      // Its own query each time: a page cache would answer a repeated one at once.
+      const query = `in-flight-at-close-${index}`;
+      slowCalls.push(callOnce(instance.url, { op: 'Search', binding: 'httpGet', params: { query, apiKey: API_KEY } }));
+      await waitUntil(
+        `the slow call on ${instance.name} to reach the upstream`,
+        () => fleet.upstream.count((url) => url.includes(`query=${query}`)) > 0,
+      );
+      steps.push(await fleet.restart(index));
+      await sleep(500);
+    }
+    await sleep(500);
+    const { results, specOf } = await load.stop();
+
+    expect(results.filter((result) => !succeeded(specOf(result), result)).map(told)).toEqual([]);
+    expect(results.length).toBeGreaterThan(1000);
+    const slow = await Promise.all(slowCalls);
+    expect(slow.filter((result) => result.status !== 200 || result.headers?.get('connection') !== 'close').map(told)).toEqual([]);
+    // Each instance stopped by itself (exit 0) once its slow call was answered, not after
+    // server.shutdownGraceMs, and HAProxy had taken it out of the rotation by then.
+    expect(steps.map(({ exitCode, statusAtExit }) => ({ exitCode, statusAtExit }))).toEqual(
+      fleet.instances.map(() => ({ exitCode: 0, statusAtExit: 'DOWN' })),
+    );
+    for (const { stopMs } of steps) expect(stopMs).toBeLessThan(slowMs + 5000);
+    for (const [index, instance] of fleet.instances.entries()) {
+      expect(before[index]).toBeGreaterThan(0);
+      expect(instance.events('stopping')).toHaveLength(1);
+      expect(instance.events('stop_timeout')).toEqual([]);
+      // Its second run answered calls too: HAProxy sent it traffic again once it was UP.
+      const secondRun = instance.lines.slice(instance.lines.lastIndexOf(instance.events('listening').at(-1)!));
+      expect(secondRun.filter((line) => line.event === 'deprecated_call').length).toBeGreaterThan(0);
+    }
+  }, 90_000);
+
+  it('Redis killed mid-run and started again: no call fails, each instance says so once, and shares again', async () => {
+    const fleet = await fleetOf();
+    const redisUp = async (): Promise<(number | undefined)[]> =>
+      Promise.all(fleet.instances.map((instance) => instance.metric('redis_up')));
+    await waitUntil('every instance connected to Redis', async () => (await redisUp()).every((up) => up === 1));
+    const load = loadOf(fleet, 100, everyCall(fleet.upstream.catalog));
+    await sleep(1000);
+
+    await fleet.redis.kill();
+    await waitUntil('redis_up 0 on every instance', async () => (await redisUp()).every((up) => up === 0));
+    await sleep(1000);
+    await fleet.redis.start();
+    await waitUntil('redis_up 1 on every instance', async () => (await redisUp()).every((up) => up === 1), 10_000);
+    await sleep(500);
+    const { results, specOf } = await load.stop();
+
+    expect(results.filter((result) => !succeeded(specOf(result), result)).map(told)).toEqual([]);
+    for (const instance of fleet.instances) {
+      const said = instance.lines.filter((line) => line.event === 'redis_unavailable' || line.event === 'redis_recovered');
+      expect(said.map((line) => [line.level, line.event])).toEqual([
+        ['warn', 'redis_unavailable'],
+        ['info', 'redis_recovered'],
+      ]);
+    }
+    // The three proxies are connected again (and the connection this count is asked on).
+    expect(await fleet.redis.connectedClients()).toBe(fleet.instances.length + 1);
+  }, 60_000);
+
+  it('64 concurrent callers of one cold Search spread over the three instances: one upstream request; then within the freshness, none', async (context) => {
+    needsPageCache(context);
+    const fleet = await fleetOf();
+    const query = 'cold-search-of-the-fleet';
+    const upstreamRequests = (): number =>
+      fleet.upstream.count((url) => url.startsWith('/product.search.cp?') && new URLSearchParams(url.split('?')[1]).get('query') === query);
+    const wave = async (): Promise<void> => {
+      const before = fleet.instances.map(hitsOf);
+      const specs = Array.from(
+        { length: 64 },
+        (_, index): CallSpec => ({
+          op: 'Search',
+          binding: CALL_BINDINGS[index % CALL_BINDINGS.length]!,
+          params: { query, apiKey: API_KEY },
+        }),
+      );
+      const results = await Promise.all(
+        specs.map(async (spec): Promise<[CallSpec, CallResult]> => [spec, await callOnce(fleet.url, spec)]),
+      );
+      expect(results.filter(([spec, result]) => !succeeded(spec, result)).map(([, result]) => told(result))).toEqual([]);
+      // Spread over the three: each answered some of them.
+      await waitUntil(
+        'every hit written',
+        () => fleet.instances.map(hitsOf).reduce((a, b) => a + b, 0) - before.reduce((a, b) => a + b, 0) >= 64,
+      );
+      expect(fleet.instances.map((instance, index) => hitsOf(instance) - before[index]! > 0)).toEqual([true, true, true]);
+    };
+    await wave();
+    expect(upstreamRequests()).toBe(1);
+    await wave();
+    expect(upstreamRequests()).toBe(1);
+  }, 60_000);
+
+  it('against a gateway allowing 20 requests/s per key (Mashery), 100 calls/s over 50 distinct queries: no 403-derived fault reaches a caller', async (context) => {
+    needsUpstreamBudget(context);
+    // Under the gateway's 20 a second in any second: 15 a second on average, 4 at once.
+    const fleet = await fleetOf({ config: { upstream: { budget: { requestsPerSecond: 15, burst: 4, maxWaitMs: 1000 } } } });
+    const gateway = masheryQpsLimit(20);
+    fleet.upstream.override(gateway.answer);
+    const load = loadOf(fleet, 100, (index) => ({
+      op: 'Search',
+      binding: CALL_BINDINGS[index % CALL_BINDINGS.length]!,
+      params: { query: `budget-${index % 50}`, apiKey: API_KEY },
+    }));
+    await sleep(10_000);
+    const { results, specOf } = await load.stop();
+
+    // Every call answered from the upstream, the cache, or shed with Retry-After: never the gateway's 403 as a fault.
+    expect(results.filter((result) => !succeeded(specOf(result), result) && !shed(result)).map(told)).toEqual([]);
+    expect(results.filter((result) => /403|Forbidden|Over Qps/i.test(result.body))).toEqual([]);
+    expect(results.filter((result) => succeeded(specOf(result), result)).length).toBeGreaterThan(0);
+    console.info(
+      `budget scenario: ${results.length} calls, ${results.filter(shed).length} shed, ${gateway.refused()} refused by the gateway`,
+    );
+  }, 60_000);
+
+  it('upstream down for 30 s: calls for pages fetched before answer from stale pages, others get the legacy fault in time', async (context) => {
+    needsPageCache(context);
+    const callTimeoutMs = 5000;
+    // Searches go stale after 2 s, so that the 30 s outage is served from stale pages, not fresh ones.
+    const fleet = await fleetOf({
+      config: {
+        upstream: { connectTimeoutMs: 1000, callTimeoutMs },
+        cache: { endpoints: { '/product.search.cp': { freshSeconds: 2, staleWhileRevalidateSeconds: 2, staleIfErrorSeconds: 3600 } } },
+      },
+    });
+    const known = (index: number): CallSpec => ({
+      op: 'Search',
+      binding: CALL_BINDINGS[index % CALL_BINDINGS.length]!,
+      params: { query: `known-${index % 10}`, apiKey: API_KEY },
+    });
+    // Fetched once each, through the fleet: whichever instance answered, the page is the fleet's.
+    for (let index = 0; index < 10; index++) {
+      const spec = known(index);
+      const response = await legacyCall(fleet.url, spec.binding, spec.op, spec.params);
+      expect(response.status).toBe(200);
+      await response.text();
+    }
+    await sleep(4500);
+
+    await fleet.upstream.stop();
+    const load = loadOf(fleet, 20, (index) =>
+      index % 2 === 0
+        ? known(index / 2)
+        : {
+            op: 'Search',
+            binding: CALL_BINDINGS[index % CALL_BINDINGS.length]!,
+            params: { query: `never-fetched-${index}`, apiKey: API_KEY },
+          },
+    );
+    await sleep(30_000);
+    const { results, specOf } = await load.stop();
+    await fleet.upstream.start();
+
+    const wrong = results.filter((result) => {
+      const spec = specOf(result);
+      if (spec.params.query!.startsWith('known-')) return !succeeded(spec, result);
+      return !unreachableFault(spec, result) || result.durationMs > callTimeoutMs;
+    });
+    expect(wrong.map(told)).toEqual([]);
+    expect(results.length).toBeGreaterThan(500);
+  }, 90_000);
+});
