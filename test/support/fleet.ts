@@ -66,16 +66,25 @@ export function haproxyBinary(): string {
 
 // --- Processes -----------------------------------------------------------------------------------------
 
+/** Ports this process has handed out, never handed out twice (the OS may offer a closed one again). */
+const HANDED_OUT = new Set<number>();
+
 /** A free TCP port on loopback (free when asked; the fleet takes it right after). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createNetServer();
+      server.on('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
     });
-  });
+    if (!HANDED_OUT.has(port)) {
+      HANDED_OUT.add(port);
+      return port;
+    }
+  }
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
