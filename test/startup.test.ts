@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
+import { pageDocument, SEARCH_PAGES } from './support/pages.js';
+import { startStubUpstream } from './support/stub-upstream.js';
 
 /**
  * The built entry point as `npm start` runs it (`npm test` compiles it first): the first log line,
@@ -249,6 +251,34 @@ describe('npm start', () => {
       kill();
     });
     expect(exit.code).toBe(0);
+  });
+
+  it('closes the connection of every reply from SIGTERM on, so that a call in flight when the listener closes does not hold the stop', async () => {
+    // A load balancer keeps its connections alive: one left open after the last call would hold the
+    // listener's close until server.shutdownGraceMs, and the exit would say calls were still in flight.
+    const upstream = await startStubUpstream((req, res) => {
+      const page = pageDocument(10, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES);
+      setTimeout(() => res.writeHead(200, { 'content-type': 'text/xml' }).end(page), 1500);
+    });
+    let answeredAt = 0;
+    try {
+      const exit = await run({ UPSTREAM_URL: upstream.origin }, async (lines, kill) => {
+        const { address } = await nextEvent(lines, 'listening');
+        expect((await fetch(`${String(address)}/healthz`)).headers.get('connection')).toBe('keep-alive');
+        const inFlight = fetch(`${String(address)}/index.asmx/Search?query=dog`);
+        while (upstream.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        kill();
+        const response = await inFlight;
+        answeredAt = performance.now();
+        expect([response.status, response.headers.get('connection')]).toEqual([200, 'close']);
+        expect(await response.text()).toContain('<searchResultSet');
+      });
+      expect(exit.code).toBe(0);
+      expect(performance.now() - answeredAt).toBeLessThan(3000);
+      expect(exit.stdout.join('\n')).not.toContain('stop_timeout');
+    } finally {
+      await upstream.close();
+    }
   });
 
   it('uses UPSTREAM_URL instead of the demo upstream', async () => {

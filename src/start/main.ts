@@ -85,6 +85,15 @@ export async function start(
     configSource: () => withUpstream(source()),
   });
   const { server } = config;
+  // From SIGTERM on, every reply closes its connection: a connection kept alive (a load balancer's pool)
+  // would otherwise outlive the call in flight when the listener closes, and hold the stop until
+  // server.shutdownGraceMs ran out (docs/fleet.md, Drain timing).
+  let draining = false;
+  for (const app of admin === null ? [fastify] : [fastify, admin]) {
+    app.addHook('onSend', async (_request, reply) => {
+      if (draining) reply.header('connection', 'close');
+    });
+  }
   const stopped = async (): Promise<void> => {
     await fastify.close();
     await demo?.close();
@@ -116,6 +125,7 @@ export async function start(
     reload: reloadFromSource,
     async stop() {
       // `/readyz` fails first, so that a load balancer stops sending calls before the listener closes.
+      draining = true;
       health.startDraining();
       if (server.drainDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, server.drainDelayMs));
       await stopped();

@@ -6,7 +6,8 @@ export const CALL_BINDINGS: readonly CallBinding[] = ['soap11', 'soap12', 'httpG
 
 /**
  * `op` called at `base` over `binding` with `params` (in declaration order), as a client of that
- * binding sends it (docs/wire.md §8): a .NET-style envelope and action, a query string, or a form.
+ * binding sends it (docs/wire.md §8): a .NET-style envelope and action, a query string, or a form;
+ * `signal` gives it up.
  */
 export function legacyCall(
   base: string,
@@ -14,12 +15,14 @@ export function legacyCall(
   op: string,
   params: Readonly<Record<string, string>>,
   headers: Readonly<Record<string, string>> = {},
+  signal?: AbortSignal,
 ): Promise<Response> {
   const fields = Object.entries(params);
-  if (binding === 'httpGet') return fetch(`${base}/index.asmx/${op}?${new URLSearchParams(fields)}`, { headers });
+  if (binding === 'httpGet') return fetch(`${base}/index.asmx/${op}?${new URLSearchParams(fields)}`, { headers, signal });
   if (binding === 'httpPost') {
     return fetch(`${base}/index.asmx/${op}`, {
       method: 'POST',
+      signal,
       headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(fields).toString(),
     });
@@ -31,5 +34,5 @@ export function legacyCall(
     binding === 'soap11'
       ? { 'content-type': XML_CONTENT_TYPE, soapaction: `"${action}"` }
       : { 'content-type': `${SOAP12_CONTENT_TYPE}; action="${action}"` };
-  return fetch(`${base}/index.asmx`, { method: 'POST', headers: { ...headers, ...soapHeaders }, body: envelope });
+  return fetch(`${base}/index.asmx`, { method: 'POST', headers: { ...headers, ...soapHeaders }, body: envelope, signal });
 }
