@@ -37,7 +37,8 @@ const BENCH_DESIGNS = 1200;
 
 interface Scenario {
   readonly name: string;
-  readonly server: 'passthrough' | 'facade' | 'proxy';
+  /** `cached`: the proxy with its page cache on; `proxy` has it off, every call an upstream request. */
+  readonly server: 'passthrough' | 'facade' | 'proxy' | 'cached';
   readonly request: BenchRequest;
   /** One connection: a latency scenario, not a throughput one. */
   readonly sequential?: boolean;
@@ -51,6 +52,7 @@ function scenarios(storeId: string, storePageSize: number): Scenario[] {
     { name: '(a) passthrough: SOAP 1.1 Search', server: 'passthrough', request: soapCall('1.1', 'Search', SEARCH) },
     { name: '(b) soap facade: SOAP 1.1 Search', server: 'facade', request: soapCall('1.1', 'Search', SEARCH) },
     { name: 'proxy: SOAP 1.1 Search', server: 'proxy', request: soapCall('1.1', 'Search', SEARCH) },
+    { name: 'proxy, cache on: SOAP 1.1 Search, hot', server: 'cached', request: soapCall('1.1', 'Search', SEARCH) },
     { name: 'proxy: SOAP 1.2 Search', server: 'proxy', request: soapCall('1.2', 'Search', SEARCH) },
     { name: 'proxy: HTTP GET Search', server: 'proxy', request: { method: 'GET', path: '/index.asmx/Search?query=' } },
     // The same 60 items as Search returns, but from two upstream pages of 34 (items 34 to 101).
@@ -151,7 +153,10 @@ async function main(): Promise<void> {
   // A store of some 250 designs, in STORE_PAGES pages.
   const { storeId, designs } = storeOfAbout(250);
   const storePageSize = Math.ceil(designs / STORE_PAGES);
-  const options = { upstream: upstream.url, proxyConfig: { paging: { storeLookupPageSize: storePageSize } } };
+  const paging = { storeLookupPageSize: storePageSize };
+  // Cold: the page cache off, so that every call is an upstream request, as (a) and (b) make one.
+  const options = { upstream: upstream.url, proxyConfig: { paging, cache: { enabled: false } } };
+  const cachedOptions = { upstream: upstream.url, proxyConfig: { paging, cache: { enabled: true } } };
   const all = scenarios(storeId, storePageSize);
   // Every runtime's servers run side by side (one at a time under load), so that each round measures all of them.
   const on: OnRuntime[] = [];
@@ -160,6 +165,7 @@ async function main(): Promise<void> {
       passthrough: await startServer('passthrough', 1, options, runtime.execPath),
       facade: await startServer('facade', 1, options, runtime.execPath),
       proxy: await startServer('proxy', 1, options, runtime.execPath),
+      cached: await startServer('proxy', 1, cachedOptions, runtime.execPath),
     };
     on.push({ runtime, servers, runs: new Map(all.map((s) => [s.name, []])) });
   }
@@ -185,17 +191,25 @@ async function main(): Promise<void> {
     Math.max(1, Math.round(((summariesOf.get(o) as Summary[])[2] as Summary).requestsPerSecond / 2));
   const atHalf = (o: OnRuntime, scenario: Scenario): Promise<LatencyRun> =>
     latencyAtRate(o.servers[scenario.server].url, scenario.request, halfRateOf(o), SECONDS);
-  const halfRatePair = async (o: OnRuntime, proxyFirst: boolean): Promise<{ passthrough: LatencyRun; proxy: LatencyRun }> => {
+  // Cached pages against (a) at half of (a)'s own peak (issue: the added p99 for cached pages).
+  const halfOfPassthrough = (o: OnRuntime): number =>
+    Math.max(1, Math.round(((summariesOf.get(o) as Summary[])[0] as Summary).requestsPerSecond / 2));
+  const halfRatePair = async (o: OnRuntime, proxyFirst: boolean): Promise<HalfRateRound> => {
+    const passthroughAtHalfOfA = (): Promise<LatencyRun> =>
+      latencyAtRate(o.servers.passthrough.url, all[0]!.request, halfOfPassthrough(o), SECONDS);
+    const cachedAtHalfOfA = (): Promise<LatencyRun> => latencyAtRate(o.servers.cached.url, all[3]!.request, halfOfPassthrough(o), SECONDS);
     if (proxyFirst) {
       const proxy = await atHalf(o, all[2] as Scenario);
-      return { proxy, passthrough: await atHalf(o, all[0] as Scenario) };
+      const cached = await cachedAtHalfOfA();
+      return { proxy, cached, passthrough: await atHalf(o, all[0] as Scenario), passthroughAtA: await passthroughAtHalfOfA() };
     }
     const passthrough = await atHalf(o, all[0] as Scenario);
-    return { passthrough, proxy: await atHalf(o, all[2] as Scenario) };
+    const passthroughAtA = await passthroughAtHalfOfA();
+    return { passthrough, passthroughAtA, proxy: await atHalf(o, all[2] as Scenario), cached: await cachedAtHalfOfA() };
   };
   // A first pair discarded (this client's own warm-up), then each round in the other order than the last.
   for (const o of on) await halfRatePair(o, false);
-  const halfRateRounds = new Map<OnRuntime, { passthrough: LatencyRun; proxy: LatencyRun }[]>(on.map((o) => [o, []]));
+  const halfRateRounds = new Map<OnRuntime, HalfRateRound[]>(on.map((o) => [o, []]));
   for (let round = 0; round < LATENCY_ROUNDS; round++) {
     for (const o of inOrder(round)) halfRateRounds.get(o)?.push(await halfRatePair(o, round % 2 === 1));
   }
@@ -216,7 +230,13 @@ async function main(): Promise<void> {
   const results = on.map((o): RuntimeResult => {
     const summaries = summariesOf.get(o) as Summary[];
     const rounds = halfRateRounds.get(o) ?? [];
-    return resultOf(o.runtime, summaries, halfRateOf(o), rounds, heapGrowthOf.get(o) ?? Number.NaN);
+    return resultOf(
+      o.runtime,
+      summaries,
+      { proxy: halfRateOf(o), passthrough: halfOfPassthrough(o) },
+      rounds,
+      heapGrowthOf.get(o) ?? Number.NaN,
+    );
   });
   // The proxy on each runtime against the first (the oldest): Search over SOAP 1.1, req/s and CPU per call.
   const [oldest, ...newer] = results;
@@ -259,7 +279,9 @@ async function main(): Promise<void> {
   process.stdout.write(markdown);
 
   for (const server of [...on.flatMap((o) => Object.values(o.servers)), upstream]) server.stop();
-  const halfRateErrors = [...halfRateRounds.values()].flat().reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors, 0);
+  const halfRateErrors = [...halfRateRounds.values()]
+    .flat()
+    .reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors + round.passthroughAtA.errors + round.cached.errors, 0);
   if (results.some((r) => r.summaries.some((s) => s.errors > 0)) || halfRateErrors > 0) process.exitCode = 1;
 }
 
@@ -267,11 +289,14 @@ async function main(): Promise<void> {
 function resultOf(
   runtime: Runtime,
   summaries: readonly Summary[],
-  halfRate: number,
-  halfRateRounds: readonly { passthrough: LatencyRun; proxy: LatencyRun }[],
+  halfRates: { readonly proxy: number; readonly passthrough: number },
+  halfRateRounds: readonly HalfRateRound[],
   heapGrowth: number,
 ): RuntimeResult {
-  const [passthrough, facade, proxySoap11] = summaries as [Summary, Summary, Summary];
+  const halfRate = halfRates.proxy;
+  const [passthrough, facade, proxySoap11, cachedSoap11] = summaries as [Summary, Summary, Summary, Summary];
+  const cachedAddedP99 =
+    median(halfRateRounds.map((round) => round.cached.p99Ms)) - median(halfRateRounds.map((round) => round.passthroughAtA.p99Ms));
   const halfRateP99s = {
     passthrough: halfRateRounds.map((round) => round.passthrough.p99Ms),
     proxy: halfRateRounds.map((round) => round.proxy.p99Ms),
@@ -308,6 +333,18 @@ function resultOf(
       atLeast: true,
     },
     { target: `added p99 over (a) at ${halfRate} req/s ≤ 1 ms`, value: p99ProxyAtHalf - p99PassthroughAtHalf, limit: 1, atLeast: false },
+    {
+      target: 'cache on, hot Search over SOAP 1.1 ≥ 1.5 × (a) req/s',
+      value: cachedSoap11.requestsPerSecond / passthrough.requestsPerSecond,
+      limit: 1.5,
+      atLeast: true,
+    },
+    {
+      target: `cache on: added p99 of cached pages over (a) at ${halfRates.passthrough} req/s (half of (a)'s peak) ≤ 1 ms`,
+      value: cachedAddedP99,
+      limit: 1,
+      atLeast: false,
+    },
     {
       target: 'AdvancedSearch, 60 items over 2 pages ≥ 0.5 × (a) req/s',
       value: byName('proxy: AdvancedSearch').requestsPerSecond / passthrough.requestsPerSecond,
@@ -371,6 +408,14 @@ interface Target {
 }
 
 /** What was measured on one runtime. */
+/** One round at half rate: (a) and the cold proxy at half of the proxy's peak; (a) and the cached proxy at half of (a)'s. */
+interface HalfRateRound {
+  readonly passthrough: LatencyRun;
+  readonly proxy: LatencyRun;
+  readonly passthroughAtA: LatencyRun;
+  readonly cached: LatencyRun;
+}
+
 interface RuntimeResult {
   readonly runtime: Runtime;
   readonly summaries: readonly Summary[];
