@@ -1,4 +1,6 @@
+import { ConfigError } from './problems.js';
 import type { Config } from './schema.js';
+import { validateConfig, type Json } from './validate.js';
 
 /**
  * What a configuration reload (SIGHUP, or `POST /reload` on the operator listener) may change while
@@ -43,6 +45,11 @@ export interface Reloaded {
   readonly restartNeeded: readonly string[];
 }
 
+/**
+ * Throws a ConfigError when what new calls would get breaks a rule of the configuration: `next` was
+ * valid, but a setting kept as it runs may not go with the new ones (routes that need a
+ * `legacy.origin` the reload could not add; clients known by address with `server.trustProxy` on).
+ */
 export function reloaded(running: Config, next: Config): Reloaded {
   const restartNeeded: string[] = [];
   let config = next;
@@ -52,6 +59,14 @@ export function reloaded(running: Config, next: Config): Reloaded {
     if (JSON.stringify(valueAt(next, keys)) === JSON.stringify(kept)) continue;
     restartNeeded.push(path);
     config = withValueAt(config, keys, kept);
+  }
+  if (restartNeeded.length > 0) {
+    try {
+      validateConfig(config as unknown as Json);
+    } catch (err) {
+      if (err instanceof ConfigError) err.message += ` (with ${restartNeeded.join(', ')} as it runs until a restart)`;
+      throw err;
+    }
   }
   return { config, restartNeeded };
 }

@@ -19,16 +19,15 @@ export type Reloader = () => ReloadOutcome;
 
 export function createReloader(source: () => Config, apply: (next: Config) => Reloaded, log: FastifyBaseLogger): Reloader {
   return () => {
-    let next: Config;
+    let restartNeeded: readonly string[];
     try {
-      next = source();
+      ({ restartNeeded } = apply(source()));
     } catch (err) {
       // A ConfigError's text names the key and never quotes a secret; anything else is not shown.
       const message = err instanceof ConfigError ? err.message : 'The configuration could not be read.';
       log.error({ event: 'config_reload_refused', error: message }, `${message} The running configuration is kept.`);
       return { status: 'refused', message };
     }
-    const { restartNeeded } = apply(next);
     if (restartNeeded.length === 0) log.info({ event: 'config_reloaded', restartNeeded }, 'Configuration reloaded: new calls use it');
     else
       log.warn(
