@@ -128,4 +128,27 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
       await shared.close();
     }
   });
+
+  it('merges a full ledger once: a batch too long for one command timeout is sent in chunks, and a merge sent again is not counted twice', async () => {
+    const lines: string[] = [];
+    const log = { warn: (_fields: object, message: string) => lines.push(message), info: () => {} };
+    const settings = { url: redis.url, keyPrefix: 'full-ledger:', commandTimeoutMs: 250, connectTimeoutMs: 1000 };
+    const shared = createShared(settings, new Registry(), log);
+    const ledger = createFleetLedger(shared, { flushIntervalMs: 3_600_000 });
+    try {
+      const deadline = Date.now() + 5000;
+      while (!shared.available() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+      const callers = 10_000;
+      for (let caller = 0; caller < callers; caller++)
+        ledger?.add({ client: `hmac:${caller}`, clientLabel: 'other', operation: 'Search', binding: 'httpGet', outcome: 'ok' }, Date.now());
+      for (let flush = 0; flush < 3; flush++) await ledger?.flush();
+      // Read by another instance's ledger, which has nothing of its own to add: what Redis holds.
+      const read = await createFleetLedger(shared, { flushIntervalMs: 3_600_000 })?.read();
+      expect(read?.entries().reduce((sum, entry) => sum + entry.calls, 0)).toBe(callers);
+      expect(lines).toEqual([]);
+    } finally {
+      await ledger?.close();
+      await shared.close();
+    }
+  }, 30_000);
 });

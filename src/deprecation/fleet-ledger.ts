@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Shared } from '../redis/shared.js';
 import { DEFAULT_MAX_ENTRIES, FOLDED_CLIENT, Ledger, OUTCOMES, type LedgerEntry, type LedgerHit } from './ledger.js';
@@ -31,13 +31,46 @@ export interface FleetLedgerOptions {
 }
 
 const FLUSH_INTERVAL_MS = 1000;
+/** Entries merged in one pipeline: a long one would outlast redis.commandTimeoutMs and look like an outage. */
+const MERGE_CHUNK = 200;
+/** How long Redis remembers a merge was made, so that sending it again counts nothing twice. */
+const MERGE_MARKER_MS = 3_600_000;
+
+/** KEYS the folded counter and the merge's marker; ARGV the calls folded. */
+const MERGE_FOLDED = `
+if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ${MERGE_MARKER_MS}) then return 0 end
+redis.call('INCRBY', KEYS[1], ARGV[1])
+return 1
+`;
+
+interface LedgerCommands {
+  fleetLedgerMerge(...keysAndArgs: string[]): Promise<number>;
+  fleetLedgerFolded(folded: string, marker: string, calls: string): Promise<number>;
+}
+
+const defined = new WeakSet<Redis>();
+
+/** The scripts as commands of `redis`, sent by their hash (EVALSHA), not as text every time. */
+function commands(redis: Redis): Redis & LedgerCommands {
+  if (!defined.has(redis)) {
+    redis.defineCommand('fleetLedgerMerge', { numberOfKeys: 6, lua: MERGE_ENTRY });
+    redis.defineCommand('fleetLedgerFolded', { numberOfKeys: 2, lua: MERGE_FOLDED });
+    defined.add(redis);
+  }
+  return redis as Redis & LedgerCommands;
+}
+
+/** A merge not yet known to be made: its entry (or folded count) and the id that makes it happen once. */
+type Unmerged = { readonly id: string; readonly entry: LedgerEntry } | { readonly id: string; readonly folded: number };
 
 /**
- * Merges one entry: KEYS entry, index, unnamed set, folded counter, the `other` entry of the same
- * operation and binding; ARGV client, configured (1/0), operation, binding, firstSeen, lastSeen,
- * calls, the four outcomes, example at (0: none), example successor, maxEntries.
+ * Merges one entry, once: KEYS entry, index, unnamed set, folded counter, the `other` entry of the
+ * same operation and binding, the merge's own marker; ARGV client, configured (1/0), operation,
+ * binding, firstSeen, lastSeen, calls, the four outcomes, example at (0: none), example successor,
+ * maxEntries. Returns 0 for a merge already made (its reply was lost, and it is sent again).
  */
 const MERGE_ENTRY = `
+if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', ${MERGE_MARKER_MS}) then return 0 end
 local key = KEYS[1]
 local client = ARGV[1]
 if redis.call('EXISTS', key) == 0 then
@@ -80,58 +113,84 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
       shared.key('ledger', 'entry', createHash('sha256').update(`${client}\u0000${operation}\u0000${binding}`).digest('hex').slice(0, 32)),
   };
   let pending = new Ledger(maxEntries);
+  /**
+   * Merges sent whose outcome is not known (a reply timed out, Redis went away mid-pipeline): sent
+   * again, with the same ids, before anything newer. Redis makes each once.
+   */
+  let unmerged: Unmerged[] = [];
+  const instance = randomUUID();
+  let batches = 0;
   let flushing: Promise<void> | null = null;
 
-  const merge = async (redis: Redis, entries: readonly LedgerEntry[]): Promise<void> => {
-    const pipeline = redis.pipeline();
-    for (const entry of entries) {
-      pipeline.eval(
-        MERGE_ENTRY,
-        5,
-        keys.entry(entry.client, entry.operation, entry.binding),
-        keys.index,
-        keys.unnamed,
-        keys.folded,
-        keys.entry(FOLDED_CLIENT, entry.operation, entry.binding),
-        entry.client,
-        entry.configured ? '1' : '0',
-        entry.operation,
-        entry.binding,
-        String(entry.firstSeen),
-        String(entry.lastSeen),
-        String(entry.calls),
-        ...OUTCOMES.map((outcome) => String(entry.outcomes[outcome])),
-        String(entry.example?.at ?? 0),
-        entry.example?.successor ?? '',
-        String(maxEntries),
-      );
+  const send = (pipeline: ReturnType<Redis['pipeline']>, item: Unmerged): void => {
+    const marker = shared.key('ledger', 'merged', item.id);
+    if ('folded' in item) {
+      (pipeline as unknown as LedgerCommands).fleetLedgerFolded(keys.folded, marker, String(item.folded));
+      return;
     }
-    const results = (await pipeline.exec()) ?? [];
-    const failed = results.find(([err]) => err !== null);
-    if (failed) throw failed[0];
+    const { entry } = item;
+    (pipeline as unknown as LedgerCommands).fleetLedgerMerge(
+      keys.entry(entry.client, entry.operation, entry.binding),
+      keys.index,
+      keys.unnamed,
+      keys.folded,
+      keys.entry(FOLDED_CLIENT, entry.operation, entry.binding),
+      marker,
+      entry.client,
+      entry.configured ? '1' : '0',
+      entry.operation,
+      entry.binding,
+      String(entry.firstSeen),
+      String(entry.lastSeen),
+      String(entry.calls),
+      ...OUTCOMES.map((outcome) => String(entry.outcomes[outcome])),
+      String(entry.example?.at ?? 0),
+      entry.example?.successor ?? '',
+      String(maxEntries),
+    );
+  };
+
+  /** Sends `items` a chunk at a time; returns those whose merge is not known to be made. */
+  const merge = async (redis: Redis, items: readonly Unmerged[]): Promise<Unmerged[]> => {
+    commands(redis);
+    const left: Unmerged[] = [];
+    for (let from = 0; from < items.length; from += MERGE_CHUNK) {
+      const chunk = items.slice(from, from + MERGE_CHUNK);
+      const pipeline = redis.pipeline();
+      for (const item of chunk) send(pipeline, item);
+      const results = (await pipeline.exec()) ?? [];
+      chunk.forEach((item, index) => {
+        if (results[index]?.[0] !== null && results[index]?.[0] !== undefined) left.push(item);
+      });
+      if (results.length < chunk.length) left.push(...chunk.slice(results.length));
+    }
+    return left;
   };
 
   const flush = async (): Promise<void> => {
-    // One merge at a time: a slow Redis must not pile merges up behind each other.
+    // One merge at a time: a slow Redis must not pile merges up behind each other. While Redis is
+    // away nothing is sent: the pending ledger keeps counting (bounded), merged when it is back.
     if (flushing !== null) return flushing;
-    const entries = pending.entries();
-    if (entries.length === 0) return;
-    const folded = pending.folded;
+    if (!shared.available() && unmerged.length === 0) return;
+    const batch = `${instance}:${++batches}`;
+    const fresh: Unmerged[] = pending.entries().map((entry, index) => ({ id: `${batch}:${index}`, entry }));
+    if (pending.folded > 0) fresh.push({ id: `${batch}:folded`, folded: pending.folded });
     pending = new Ledger(maxEntries);
+    const items = [...unmerged, ...fresh];
+    if (items.length === 0) return;
     flushing = shared
       .run(
         'ledger',
-        async (redis) => {
-          await merge(redis, entries);
-          if (folded > 0) await redis.incrby(keys.folded, folded);
-          return true;
-        },
-        () => false,
+        (redis) => merge(redis, items),
+        () => items,
       )
-      .then((merged) => {
-        // Not merged (Redis away): counted again with what came since, merged when Redis is back.
-        // A merge cut short may have counted some entries already: counted twice is the lesser loss.
-        if (!merged) for (const entry of entries) pending.absorb(entry);
+      .then((left) => {
+        unmerged = left;
+        // Never more than a ledger's worth waiting: past it, counted again (the lesser loss is twice).
+        if (unmerged.length > maxEntries) {
+          for (const item of unmerged) if ('entry' in item) pending.absorb(item.entry);
+          unmerged = [];
+        }
       })
       .finally(() => {
         flushing = null;
@@ -166,6 +225,7 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
         if (entry !== null) ledger.absorb(entry);
       }
       for (const entry of pending.entries()) ledger.absorb(entry);
+      for (const item of unmerged) if ('entry' in item) ledger.absorb(item.entry);
       return ledger;
     },
     async close() {
