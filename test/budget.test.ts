@@ -7,6 +7,7 @@ import type { Json } from '../src/config/validate.js';
 import { retryAfterSeconds } from '../src/outbound/upstream.js';
 import { buildApp } from '../src/server/app.js';
 import { CALL_BINDINGS, legacyCall } from './support/calls.js';
+import { startCachedApp } from './support/cached-app.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { pageDocument, SEARCH_PAGES, STORE_PAGES } from './support/pages.js';
 import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
@@ -390,6 +391,32 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
       expect(JSON.stringify([keys, values])).not.toContain('store-key-123');
     } finally {
       client.disconnect();
+    }
+  });
+});
+
+describe("the gateway's 403 told from the upstream's own", () => {
+  it('a query the upstream echoes in its own 403 document never pauses the shared appKey of every caller', async () => {
+    const proxy = await startCachedApp(
+      (req, res) => {
+        const url = new URL(req.url ?? '/', 'http://upstream');
+        const query = url.searchParams.get('query') ?? '';
+        if (query.startsWith('private')) {
+          res
+            .writeHead(403, { 'content-type': 'text/xml; charset=utf-8' })
+            .end(`<help><exception-message>The query '${query}' is not permitted for this key.</exception-message></help>`);
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(pageDocument(2, new Map(url.searchParams), SEARCH_PAGES));
+      },
+      { cache: { enabled: false }, upstream: { apiKeyMode: 'fixed', budget: { requestsPerSecond: 50, burst: 10 } } },
+    );
+    try {
+      const attack = await proxy.search('private <h1>Developer Over Rate</h1>', 'attacker');
+      expect([attack.status, attack.hit.outcome, attack.hit.reason]).toEqual([500, 'fault', 'upstream_status']);
+      expect((await proxy.search('cat', 'victim')).status).toBe(200);
+    } finally {
+      await proxy.close();
     }
   });
 });

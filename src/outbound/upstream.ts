@@ -260,8 +260,11 @@ const MASHERY_LIMITS: Readonly<Record<string, UpstreamOverLimit['limit']>> = {
   ERR_403_DEVELOPER_OVER_QPS: 'qps',
   ERR_403_DEVELOPER_OVER_RATE: 'rate',
 };
-/** The same, as Mashery's small body says it (`<h1>Developer Over Qps</h1>`); read only in a short body. */
-const MASHERY_LIMIT_TEXT = /Developer Over (Qps|Rate)/i;
+/**
+ * The same, as Mashery's small body says it: its own heading (`<h1>Developer Over Qps</h1>`), read only
+ * in a short body that is not the upstream's `<help>` document, whose message may echo a caller's text.
+ */
+const MASHERY_LIMIT_TEXT = /<h1>\s*Developer Over (Qps|Rate)\s*<\/h1>/i;
 const MASHERY_BODY_MAX_BYTES = 4096;
 
 /**
@@ -286,7 +289,7 @@ export function overLimit(
     .trim()
     .toUpperCase();
   let limit = MASHERY_LIMITS[code];
-  if (limit === undefined && code === '') {
+  if (limit === undefined && code === '' && err.failure.code !== 'error_document') {
     const length = body.reduce((total, chunk) => total + chunk.length, 0);
     const text = length <= MASHERY_BODY_MAX_BYTES ? Buffer.concat(body).toString('latin1') : '';
     const said = MASHERY_LIMIT_TEXT.exec(text)?.[1]?.toLowerCase();
