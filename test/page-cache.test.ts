@@ -461,6 +461,14 @@ describe('rules', () => {
       staleIfErrorUntil: 30_000,
     });
     expect(at('no-cache')).toEqual({ freshUntil: 0, staleWhileRevalidateUntil: 0, staleIfErrorUntil: 0 });
+    // A century, or more digits than a number holds, is a week: the longest any page is the catalog.
+    const week = 604_800_000;
+    expect(at('max-age=3153600000')).toEqual({
+      freshUntil: week,
+      staleWhileRevalidateUntil: week + 30_000,
+      staleIfErrorUntil: week + 600_000,
+    });
+    expect(at(`max-age=${'9'.repeat(400)}, stale-if-error=${'9'.repeat(400)}`)?.staleIfErrorUntil).toBe(2 * week);
     expect(at('public, no-store')).toBeNull();
     expect(at('private, max-age=60')).toBeNull();
   });

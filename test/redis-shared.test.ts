@@ -115,6 +115,32 @@ describe.skipIf(skipClientSuite(redisInstalled))('with a real redis-server', () 
     }
   });
 
+  it('takes a command Redis refuses (an error reply) for that use failing, not for Redis being down', async () => {
+    const log = recordingLog();
+    const shared = createShared(settings(redis.url), new Registry(), log);
+    try {
+      await until(() => shared.available(), 5000);
+      expect(
+        await shared.run(
+          'cache',
+          (client) => client.set(shared.key('k'), 'v', 'PX', Number.POSITIVE_INFINITY),
+          () => 'own',
+        ),
+      ).toBe('own');
+      expect(shared.available()).toBe(true);
+      expect(log.lines).toEqual([]);
+      expect(
+        await shared.run(
+          'cache',
+          (client) => client.ping(),
+          () => 'own',
+        ),
+      ).toBe('PONG');
+    } finally {
+      await shared.close();
+    }
+  });
+
   it('never logs the password of redis.url, even when Redis refuses it', async () => {
     const guarded = await startRedis({ password: 'the-right-one' });
     const log = recordingLog();

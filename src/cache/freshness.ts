@@ -1,3 +1,4 @@
+import { MAX_CACHE_SECONDS } from '../config/schema.js';
 import type { ResponseCaching } from '../outbound/upstream.js';
 
 /**
@@ -50,9 +51,10 @@ export function directivesOf(cacheControl: string | null): Map<string, string | 
   return directives;
 }
 
+/** A delta-seconds value, at most a week (MAX_CACHE_SECONDS): a century of max-age is a week. */
 function seconds(value: string | true | undefined): number | null {
   if (typeof value !== 'string' || !/^\d+$/.test(value)) return null;
-  return Number(value);
+  return Math.min(Number(value), MAX_CACHE_SECONDS);
 }
 
 /** The deadlines of a page stored at `now`; null when it must not be kept at all. */

@@ -11,8 +11,8 @@ import { MERCHANDISE } from './merchandise.js';
  */
 
 const MAX_TIMEOUT_MS = 600_000;
-/** A week: past that a page is no longer the catalog. */
-const MAX_CACHE_SECONDS = 604_800;
+/** A week: past that a page is no longer the catalog (the upstream's Cache-Control is capped there too). */
+export const MAX_CACHE_SECONDS = 604_800;
 /** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
 const MIN_CLIENT_ID_KEY_LENGTH = 32;
 /** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, ReplyError } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 
@@ -106,6 +106,9 @@ export function createShared(config: Config['redis'], registry: Registry, log: S
         return result;
       } catch (err) {
         fallbacks.inc({ use });
+        // Redis answered, refusing this command (a bad argument, a script's error): that use fails,
+        // Redis is not down, and the other uses keep sharing.
+        if (err instanceof ReplyError) return fallback();
         wentDown(err);
         return fallback();
       }
