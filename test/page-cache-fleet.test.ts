@@ -94,6 +94,24 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     expect(keys.filter((key) => key.startsWith('fleet-test:page-lock:'))).toEqual([]);
   });
 
+  it('a page in Redis cut short or changed is a miss on the instance that reads it, never a broken reply', async () => {
+    const [a, b] = await fleet();
+    const first = await a.search('dog');
+    await until('the page in Redis', async () => (await keysInRedis()).keys.some((key) => key.startsWith('fleet-test:page:')));
+    const client = new Redis(redis.url);
+    try {
+      const [key] = (await client.keys('fleet-test:page:*')) as [string];
+      const stored = (await client.getBuffer(key)) as Buffer;
+      await client.set(key, stored.subarray(0, stored.length - 60), 'PX', 600_000);
+    } finally {
+      client.disconnect();
+    }
+    const second = await b.search('dog');
+    expect(second.body).toBe(first.body);
+    expect(pagesOf(second)).toEqual(only('miss'));
+    expect(upstream.requests).toHaveLength(2);
+  });
+
   it('misses of the same page on both instances at once make one upstream request', async () => {
     const [a, b] = await fleet();
     delayMs = 300;

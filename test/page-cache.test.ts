@@ -119,6 +119,32 @@ describe('a fresh page', () => {
     expect(again.body).toBe(first.body);
   });
 
+  it('shared across keys, a caller coalesced on another key’s request that its key may not make gets its own request', async () => {
+    let first = true;
+    const app = await started(
+      (req, res) => {
+        const good = new URL(req.url ?? '/', 'http://upstream').searchParams.get('appKey') === 'GOOD';
+        // The first request is slow, so that the other caller coalesces on it.
+        setTimeout(
+          () => {
+            if (good) res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(markedPage('page'));
+            else
+              res.writeHead(403, { 'content-type': 'text/xml' }).end('<help><exception-message>Invalid appKey</exception-message></help>');
+          },
+          first ? 300 : 0,
+        );
+        first = false;
+      },
+      { cache: { shareAcrossKeys: true }, upstream: { apiKeyMode: 'forward' } },
+    );
+    const bad = app.search('dog', 'BAD-KEY');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const good = await fetch(`${app.base}/index.asmx/Search?query=dog&apiKey=GOOD&version=1`);
+    expect(good.status).toBe(200);
+    expect(await good.text()).toContain('page');
+    expect((await bad).status).toBe(500);
+  });
+
   it('is keyed by the exact upstream request, appKey included unless cache.shareAcrossKeys', async () => {
     const own = await started(upstreamDoing(behaviour()));
     await own.search('dog', 'K1');

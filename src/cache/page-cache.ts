@@ -127,6 +127,12 @@ export function staleMayStandIn(err: unknown): boolean {
   return err.status !== null && err.status >= 500 && err.status <= 599;
 }
 
+/** A failure of the request's appKey rather than of the upstream or the page: a 4xx, or its budget. */
+function failedForItsKey(err: unknown): boolean {
+  if (err instanceof UpstreamBusy) return true;
+  return err instanceof UpstreamError && err.status !== null && err.status >= 400 && err.status < 500;
+}
+
 export function createPageCache({ settings, shared, registry, background, log, now = Date.now }: PageCacheOptions): PageCache {
   const config = settings();
   const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', secret: config.deprecation.clientIdKey });
@@ -320,8 +326,17 @@ export function createPageCache({ settings, shared, registry, background, log, n
     }
     try {
       const flying = flights.get(key);
-      if (flying !== undefined) return { page: (await flying.join(signal)).page, result: 'coalesced' };
-      return await startFlight(key, (own) => fetchOnce(key, request, cached, foreground, own), false).join(signal);
+      if (flying === undefined) return await startFlight(key, (own) => fetchOnce(key, request, cached, foreground, own), false).join(signal);
+      try {
+        return { page: (await flying.join(signal)).page, result: 'coalesced' };
+      } catch (err) {
+        // Shared across keys, the request joined was another caller's, with its appKey: what that key
+        // may not do (a 4xx, its budget) is not this caller's answer. Its own request, then.
+        if (!settings().cache.shareAcrossKeys || !failedForItsKey(err) || signal?.aborted === true) throw err;
+        const { fetched, stored } = await fromUpstream(key, request, cached, foreground, signal ?? new AbortController().signal);
+        track(stored);
+        return fetched;
+      }
     } catch (err) {
       if (cached !== null && signal?.aborted !== true && staleMayStandIn(err) && now() < cached.staleIfErrorUntil) {
         staleIfError.inc({ endpoint: request.path });

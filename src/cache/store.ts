@@ -1,5 +1,5 @@
 import type { Shared } from '../redis/shared.js';
-import type { CompactDocument } from '../xml/compact.js';
+import { compactDocument, releasePage, type CompactDocument } from '../xml/compact.js';
 import { keepUntil, type Deadlines } from './freshness.js';
 
 /**
@@ -159,26 +159,35 @@ export function fleetPages(shared: Shared): FleetPages {
 }
 
 /**
- * A page in Redis: four bytes giving the length of a JSON header (deadlines, validators, root name),
- * the header, then the page's bytes as they are.
+ * A page in Redis: four bytes giving the length of a JSON header (deadlines, validators, root name,
+ * the page's length), the header, then the page's bytes as they are.
  */
 function encode(page: CachedPage): Buffer {
   const { bytes, ...meta } = page;
-  const header = Buffer.from(JSON.stringify(meta));
+  const header = Buffer.from(JSON.stringify({ ...meta, length: bytes.length }));
   const length = Buffer.alloc(4);
   length.writeUInt32BE(header.length);
   return Buffer.concat([length, header, bytes]);
 }
 
-/** A stored page, or null for anything else (a value another version wrote, or not ours). */
+/**
+ * A stored page, or null for anything else: a value another version wrote, or not ours, cut short or
+ * changed. Its bytes go into replies as they are, so they are checked again as the upstream's were
+ * (src/xml/compact.ts): whole, well-formed, the expected root.
+ */
 function decode(stored: Buffer): CachedPage | null {
   try {
     if (stored.length < 4) return null;
-    const length = stored.readUInt32BE(0);
-    const meta = JSON.parse(stored.toString('utf8', 4, 4 + length)) as Omit<CachedPage, 'bytes'>;
+    const headerLength = stored.readUInt32BE(0);
+    const { length, ...meta } = JSON.parse(stored.toString('utf8', 4, 4 + headerLength)) as Omit<CachedPage, 'bytes'> & { length: unknown };
     const numbers = [meta.storedAt, meta.freshUntil, meta.staleWhileRevalidateUntil, meta.staleIfErrorUntil];
     if (typeof meta.rootName !== 'string' || !numbers.every((value) => typeof value === 'number')) return null;
-    return { ...meta, bytes: stored.subarray(4 + length) };
+    const bytes = stored.subarray(4 + headerLength);
+    if (bytes.length !== length) return null;
+    const checked = compactDocument(bytes, meta.rootName);
+    if (checked === null) return null;
+    releasePage(checked);
+    return { ...meta, bytes };
   } catch {
     return null;
   }
