@@ -154,6 +154,11 @@ describe.skipIf(skipClientSuite(installed && redisInstalled))('dashboards and al
           (await query('legacy:shadow_mismatch_ratio:rate5m')).length > 0,
       );
       await until('every rule to be evaluated', async () => (await rules()).every((rule) => rule.health === 'ok'));
+      // A recording rule over rates has data once two scrapes with calls between them are in; wait for every one.
+      await until('every recording rule to return data', async () => {
+        const recording = (await rules()).filter((rule) => rule.type === 'recording');
+        return (await Promise.all(recording.map((rule) => query(rule.name)))).every((result) => result.length > 0);
+      });
     } finally {
       clearInterval(ticker);
     }
