@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ownedPage } from '../src/xml/compact.js';
 import { giveBack, joined, lend } from '../src/xml/pool.js';
 
 describe('the byte pool (src/xml/pool.ts)', () => {
@@ -27,5 +28,17 @@ describe('the byte pool (src/xml/pool.ts)', () => {
     const bytes = joined(parts);
     expect(bytes.equals(Buffer.concat(parts))).toBe(true);
     expect(joined([Buffer.from('small')]).toString()).toBe('small');
+  });
+
+  it('a page kept past its call owns exactly its bytes, and the buffer it was lent goes back', () => {
+    const lentBytes = lend(70_000).fill(0x61);
+    const kept = ownedPage({ type: 'compact', bytes: lentBytes, rootName: 'searchResultSet' });
+    if (kept.type !== 'compact') throw new Error('a compact page stays compact');
+    expect(kept.bytes.buffer.byteLength).toBe(70_000);
+    expect(kept.bytes.equals(Buffer.alloc(70_000, 0x61))).toBe(true);
+    // The pool lends its buffer again, and writing it leaves the kept page as it was.
+    const next = lend(70_000).fill(0x62);
+    expect(next.buffer).toBe(lentBytes.buffer);
+    expect(kept.bytes[0]).toBe(0x61);
   });
 });

@@ -6,7 +6,7 @@ import { UPSTREAM_ENDPOINTS, type UpstreamPath } from '../operations.js';
 import type { Exchange, Fetcher, ResponseCaching } from '../outbound/upstream.js';
 import type { Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
-import { keepPage, type Page } from '../xml/compact.js';
+import { ownedPage, type Page } from '../xml/compact.js';
 import { deadlinesOf } from './freshness.js';
 import { pageKey } from './key.js';
 import { fleetPages, MemoryPages, pageOf, type CachedPage } from './store.js';
@@ -228,10 +228,10 @@ export function createPageCache({ settings, shared, registry, background, log, n
         caching = heard;
       },
     };
-    const page = await fetcher.fetch(request, signal, undefined, exchange);
-    // Held by the cache and by every call coalesced on it: never given back to the pool (src/xml/pool.ts).
-    keepPage(page);
-    const revalidated = conditional !== undefined && page === conditional.page;
+    const fetched = await fetcher.fetch(request, signal, undefined, exchange);
+    const revalidated = conditional !== undefined && fetched === conditional.page;
+    // Held by the cache and by every call coalesced on it: out of the pool (src/xml/pool.ts), exactly its size.
+    const page = revalidated ? fetched : ownedPage(fetched);
     const stored = keep(key, request.path, page, caching, revalidated ? cached : null);
     return { fetched: { page, result: revalidated ? 'revalidated' : 'miss' }, stored };
   }

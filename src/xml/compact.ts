@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseXml } from './parse.js';
-import { giveBack, keep, lend } from './pool.js';
+import { giveBack, lend } from './pool.js';
 import type { XmlElement } from './tree.js';
 import { XML_DECLARATION } from './write.js';
 
@@ -110,9 +110,16 @@ export function releasePage(page: Page): void {
   if (page.type === 'compact') giveBack(page.bytes);
 }
 
-/** A page kept past its call (the page cache, calls coalesced on one request): its bytes are never given back. */
-export function keepPage(page: Page): void {
-  if (page.type === 'compact') keep(page.bytes);
+/**
+ * A page kept past its call (the page cache, calls coalesced on one request): its bytes copied out of
+ * the pool's buffer, which goes back. Kept as they were lent, a page would hold a buffer of the next
+ * power of two (up to twice its size) that the pool could never use again.
+ */
+export function ownedPage(page: Page): Page {
+  if (page.type !== 'compact') return page;
+  const bytes = Buffer.from(page.bytes);
+  giveBack(page.bytes);
+  return { ...page, bytes };
 }
 
 /** The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes as U+FFFD (as undici's `body.text()`). */

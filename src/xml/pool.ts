@@ -59,11 +59,6 @@ export function giveBack(bytes: Uint8Array): void {
   freeBytes += size;
 }
 
-/** The buffer under `bytes` is not to be taken back: something keeps it (a cached page), so the collector will. */
-export function keep(bytes: Uint8Array): void {
-  lent.delete(bytes.buffer);
-}
-
 /** `parts` one after another in a lent buffer: Buffer.concat without an allocation of its own. */
 export function joined(parts: readonly Uint8Array[]): Buffer {
   const bytes = lend(parts.reduce((total, part) => total + part.length, 0));
