@@ -6,7 +6,7 @@ import { findOperation } from '../src/operations.js';
 import { createCallAnswerer } from './support/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { planPages } from '../src/translate/paging.js';
-import { targetOf, type UpstreamRequest } from '../src/translate/plan.js';
+import { listKey, targetOf, type AllPagesPlan, type UpstreamRequest } from '../src/translate/plan.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute } from '../src/xml/tree.js';
 import { testConfig } from './support/config.js';
@@ -306,5 +306,21 @@ describe('StoreLookup round trips', () => {
     expect(itemIds(treeOf(await answer(call, store)))).toEqual(range(0, 35));
     // All ten at once; once one is refused, the first page alone, then the rest it names.
     expect(store.asked).toEqual([...range(0, 10), 0, 1, 2, 3]);
+  });
+});
+
+describe('the name of a whole list (listKey), for the page counts shared by the fleet', () => {
+  it('is its request escaped as a query is: no storeId names another list', () => {
+    const list = (params: readonly (readonly [string, string])[]): AllPagesPlan =>
+      ({ kind: 'allPages', base: { path: '/product.searchForProductsOfStore.cp', params }, pageSize: 10 }) as unknown as AllPagesPlan;
+    expect(listKey(list([['storeId', 'x&merchandiseIds=0']]))).not.toBe(
+      listKey(
+        list([
+          ['storeId', 'x'],
+          ['merchandiseIds', '0'],
+        ]),
+      ),
+    );
+    expect(listKey(list([['storeId', 'x']]))).toBe(listKey(list([['storeId', 'x']])));
   });
 });

@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createShared, type Shared, type SharedLog } from '../src/redis/shared.js';
@@ -55,6 +56,22 @@ describe('without redis.url', () => {
     expect(log.lines).toEqual([]);
     expect((await registry.getMetricsAsJSON()).map((each) => each.name)).not.toContain('redis_up');
     await shared.close();
+  });
+});
+
+describe('hashOf, for key parts that hold an appKey', () => {
+  it('is an HMAC with deprecation.clientIdKey, the same on every instance given it, and a SHA-256 without one', () => {
+    const quiet = { warn: () => {}, info: () => {} };
+    const keyed = createShared(settings(null), new Registry(), quiet, 'k'.repeat(32) + 'fleet');
+    const again = createShared(settings(null), new Registry(), quiet, 'k'.repeat(32) + 'fleet');
+    const unkeyed = createShared(settings(null), new Registry(), quiet);
+    expect(keyed.hashOf('app-key-1')).toBe(
+      createHmac('sha256', 'k'.repeat(32) + 'fleet')
+        .update('app-key-1')
+        .digest('hex'),
+    );
+    expect(again.hashOf('app-key-1')).toBe(keyed.hashOf('app-key-1'));
+    expect(unkeyed.hashOf('app-key-1')).toBe(createHash('sha256').update('app-key-1').digest('hex'));
   });
 });
 

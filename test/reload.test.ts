@@ -141,6 +141,14 @@ describe('a running proxy', () => {
     expect((await fetch(`${proxy.url}/reload`, { method: 'POST' })).status).not.toBe(200);
 
     source = () => configOf(brownoutNow('Search'));
+    // A page in a browser cannot reload the proxy through a simple cross-origin POST.
+    const fromPage = await fetch(`${proxy.adminUrl}/reload`, {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'text/plain' },
+      body: 'x',
+    });
+    expect(fromPage.status).toBe(403);
+    expect((await fetch(`${proxy.url}/index.asmx/Search?query=dog`)).status).toBe(200);
     const applied = await fetch(`${proxy.adminUrl}/reload`, { method: 'POST' });
     expect([applied.status, await applied.json()]).toEqual([200, { status: 'reloaded', restartNeeded: [] }]);
     expect((await fetch(`${proxy.url}/index.asmx/Search?query=dog`)).status).toBe(500);

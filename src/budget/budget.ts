@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
@@ -19,7 +18,7 @@ import type { UpstreamRequest } from '../translate/plan.js';
  * The bucket is a GCRA (a token bucket kept as one timestamp, the "theoretical arrival time"),
  * evaluated inside Redis by one script on Redis's clock, so that instances' clocks do not matter:
  * in any span of T seconds at most `burst + requestsPerSecond × T` requests go out. The appKey is
- * never stored or logged: its keys are named by a SHA-256 of it, and no metric is labelled with it.
+ * never stored or logged: its keys are named by an HMAC of it (Shared.hashOf), and no metric is labelled with it.
  */
 
 export interface BudgetOptions {
@@ -191,7 +190,7 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
         const { requestsPerSecond } = budget;
         if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId, exchange);
         metrics ??= budgetMetrics(registry);
-        const key = budgetKey(request);
+        const key = shared.hashOf(appKeyOf(request));
         await admit(key, { ...budget, requestsPerSecond }, signal);
         try {
           return await upstream.fetch(request, signal, requestId, exchange);
@@ -234,10 +233,9 @@ function budgetMetrics(registry: Registry) {
   return { waits, waitSeconds, sheds, pauses };
 }
 
-/** The key a request spends from: a SHA-256 of the appKey it carries (one key for every request in `fixed` mode). */
-export function budgetKey(request: UpstreamRequest): string {
-  const appKey = request.params.find(([name]) => name === 'appKey')?.[1] ?? '';
-  return createHash('sha256').update(appKey).digest('hex');
+/** The appKey a request spends from (one for every request in `fixed` mode); only its hash is kept (Shared.hashOf). */
+function appKeyOf(request: UpstreamRequest): string {
+  return request.params.find(([name]) => name === 'appKey')?.[1] ?? '';
 }
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */

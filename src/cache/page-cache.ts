@@ -326,7 +326,8 @@ export function createPageCache({ settings, shared, registry, background, log, n
     }
     try {
       const flying = flights.get(key);
-      if (flying === undefined) return await startFlight(key, (own) => fetchOnce(key, request, cached, foreground, own), false).join(signal);
+      if (flying === undefined)
+        return await startFlight(key, (own) => fetchOnce(key, request, cached, foreground, own), false).join(signal);
       try {
         return { page: (await flying.join(signal)).page, result: 'coalesced' };
       } catch (err) {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Shared } from '../redis/shared.js';
 
 /**
@@ -46,7 +45,7 @@ export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries
  */
 export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs: number): PageCounts {
   if (!shared.configured) return local;
-  const redisKey = (key: string): string => shared.key('pages', createHash('sha256').update(key).digest('hex'));
+  const redisKey = (key: string): string => shared.key('pages', shared.hashOf(key));
   return {
     get: (key) =>
       shared.run(

@@ -1,3 +1,4 @@
+import { createHash, createHmac } from 'node:crypto';
 import { Redis, ReplyError } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
@@ -23,6 +24,11 @@ export interface Shared {
   run<T>(use: SharedUse, command: (redis: Redis) => Promise<T>, fallback: () => T): Promise<T>;
   /** A key of this fleet: `redis.keyPrefix` before `parts` joined with `:`. */
   key(...parts: readonly string[]): string;
+  /**
+   * `text` (an appKey, a request that holds one) as a key part no one can check a guess against:
+   * an HMAC with `deprecation.clientIdKey`, which every instance of a fleet shares; a SHA-256 without one.
+   */
+  hashOf(text: string): string;
   close(): Promise<void>;
 }
 
@@ -38,14 +44,16 @@ const TRIAL_INTERVAL_MS = 1000;
 /** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
 const reconnectDelayMs = (attempt: number): number => Math.min(50 * 2 ** attempt, 2000);
 
-export function createShared(config: Config['redis'], registry: Registry, log: SharedLog): Shared {
+export function createShared(config: Config['redis'], registry: Registry, log: SharedLog, secret: string | null = null): Shared {
+  const hashOf = (text: string): string =>
+    (secret === null ? createHash('sha256') : createHmac('sha256', secret)).update(text).digest('hex');
   const fallbacks = new Counter({
     name: 'redis_fallbacks_total',
     help: 'Uses of the shared state that Redis could not serve (down, slow or failing), so this instance used its own state instead.',
     labelNames: ['use'],
     registers: [registry],
   });
-  if (config.url === null) return unshared(config.keyPrefix);
+  if (config.url === null) return unshared(config.keyPrefix, hashOf);
 
   let up = false;
   /** Whether an outage has been said (so that a recovery is said too). */
@@ -114,18 +122,20 @@ export function createShared(config: Config['redis'], registry: Registry, log: S
       }
     },
     key: (...parts) => config.keyPrefix + parts.join(':'),
+    hashOf,
     async close() {
       redis.disconnect(false);
     },
   };
 }
 
-function unshared(keyPrefix: string): Shared {
+function unshared(keyPrefix: string, hashOf: (text: string) => string): Shared {
   return {
     configured: false,
     available: () => false,
     run: async (_use, _command, fallback) => fallback(),
     key: (...parts) => keyPrefix + parts.join(':'),
+    hashOf,
     close: async () => {},
   };
 }

@@ -130,7 +130,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   readBodiesAsBytes(fastify);
 
   const registry = createRegistry();
-  const shared = createShared(config.redis, registry, fastify.log);
+  const shared = createShared(config.redis, registry, fastify.log, config.deprecation.clientIdKey);
   const fleetLedger = createFleetLedger(shared);
   const hits = createHitRecorder(registry, fastify.log, deps.hitLogger, fleetLedger);
   fastify.addHook('onClose', async () => {

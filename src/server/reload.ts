@@ -38,9 +38,16 @@ export function createReloader(source: () => Config, apply: (next: Config) => Re
   };
 }
 
-/** `POST /reload`, for the operator listener only: what a legacy caller must never be able to do. */
+/**
+ * `POST /reload`, for the operator listener only: what a legacy caller must never be able to do. Not
+ * from a browser either: a page could send a simple cross-origin POST to an operator port on
+ * localhost, and a browser always says its Origin there; curl and tools do not.
+ */
 export async function reloadRoute(fastify: FastifyInstance, { reload }: { readonly reload: Reloader }): Promise<void> {
-  fastify.post('/reload', async (_request, reply) => {
+  fastify.post('/reload', async (request, reply) => {
+    if (request.headers.origin !== undefined) {
+      return reply.code(403).send({ status: 'refused', message: 'POST /reload is not taken from a browser (it sent an Origin header).' });
+    }
     const outcome = reload();
     return reply.code(outcome.status === 'reloaded' ? 200 : 400).send(outcome);
   });

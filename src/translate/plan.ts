@@ -156,7 +156,8 @@ export function listPages(plan: AllPagesPlan, from: number, to: number): Upstrea
 
 /** What identifies a list between calls: the same request but for its page number. */
 export function listKey(plan: AllPagesPlan): string {
-  return `${plan.base.path}?${plan.base.params.map(([name, value]) => `${name}=${value}`).join('&')}&${plan.pageSize}`;
+  // Escaped as a query is: a storeId holding `&merchandiseIds=0` must not name another list.
+  return `${plan.base.path}?${new URLSearchParams(plan.base.params as [string, string][]).toString()}&${plan.pageSize}`;
 }
 
 /** The request for 0-based page `index` of size `size`, numbered the way the endpoint counts. */
