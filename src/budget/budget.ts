@@ -3,7 +3,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamOverLimit } from '../errors.js';
 import type { Fetcher } from '../outbound/upstream.js';
-import type { Shared } from '../redis/shared.js';
+import { scriptCommands, type Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 
 /**
@@ -78,16 +78,10 @@ interface BudgetCommands {
   upstreamBudgetPause(pause: string, ms: string): Promise<number>;
 }
 
-const defined = new WeakSet<Redis>();
-
-function commands(redis: Redis): Redis & BudgetCommands {
-  if (!defined.has(redis)) {
-    redis.defineCommand('upstreamBudgetTake', { numberOfKeys: 2, lua: TAKE_SCRIPT });
-    redis.defineCommand('upstreamBudgetPause', { numberOfKeys: 1, lua: PAUSE_SCRIPT });
-    defined.add(redis);
-  }
-  return redis as Redis & BudgetCommands;
-}
+const commands = scriptCommands<BudgetCommands>({
+  upstreamBudgetTake: { keys: 2, lua: TAKE_SCRIPT },
+  upstreamBudgetPause: { keys: 1, lua: PAUSE_SCRIPT },
+});
 
 /** A pause is at least a second: a 403 said the key is over now, whatever its Retry-After said. */
 const MIN_PAUSE_MS = 1000;

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Shared } from '../redis/shared.js';
+import { scriptCommands, type Shared } from '../redis/shared.js';
 import { DEFAULT_MAX_ENTRIES, FOLDED_CLIENT, Ledger, OUTCOMES, type LedgerEntry, type LedgerHit } from './ledger.js';
 
 /**
@@ -48,18 +48,6 @@ interface LedgerCommands {
   fleetLedgerFolded(folded: string, marker: string, calls: string): Promise<number>;
 }
 
-const defined = new WeakSet<Redis>();
-
-/** The scripts as commands of `redis`, sent by their hash (EVALSHA), not as text every time. */
-function commands(redis: Redis): Redis & LedgerCommands {
-  if (!defined.has(redis)) {
-    redis.defineCommand('fleetLedgerMerge', { numberOfKeys: 6, lua: MERGE_ENTRY });
-    redis.defineCommand('fleetLedgerFolded', { numberOfKeys: 2, lua: MERGE_FOLDED });
-    defined.add(redis);
-  }
-  return redis as Redis & LedgerCommands;
-}
-
 /** A merge not yet known to be made: its entry (or folded count) and the id that makes it happen once. */
 type Unmerged = { readonly id: string; readonly entry: LedgerEntry } | { readonly id: string; readonly folded: number };
 
@@ -101,6 +89,11 @@ if tonumber(ARGV[12]) > 0 and tonumber(ARGV[12]) >= tonumber(redis.call('HGET', 
 end
 return 1
 `;
+
+const commands = scriptCommands<LedgerCommands>({
+  fleetLedgerMerge: { keys: 6, lua: MERGE_ENTRY },
+  fleetLedgerFolded: { keys: 2, lua: MERGE_FOLDED },
+});
 
 export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = {}): FleetLedger | null {
   if (!shared.configured) return null;

@@ -39,6 +39,23 @@ export interface SharedLog {
   info(fields: object, message: string): void;
 }
 
+/**
+ * Lua scripts as commands of a connection, defined on it once and then sent by their hash (EVALSHA),
+ * not as text every time. `C` types the commands.
+ */
+export function scriptCommands<C>(
+  scripts: Readonly<Record<string, { readonly keys: number; readonly lua: string }>>,
+): (redis: Redis) => Redis & C {
+  const defined = new WeakSet<Redis>();
+  return (redis) => {
+    if (!defined.has(redis)) {
+      for (const [name, { keys, lua }] of Object.entries(scripts)) redis.defineCommand(name, { numberOfKeys: keys, lua });
+      defined.add(redis);
+    }
+    return redis as Redis & C;
+  };
+}
+
 const TRIAL_INTERVAL_MS = 1000;
 
 /** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
