@@ -31,7 +31,7 @@ export interface FleetLedgerOptions {
 }
 
 const FLUSH_INTERVAL_MS = 1000;
-/** Entries merged in one pipeline: a long one would outlast redis.commandTimeoutMs and look like an outage. */
+/** Entries merged or read in one pipeline: a long one would outlast redis.commandTimeoutMs and look like an outage. */
 const MERGE_CHUNK = 200;
 /** How long Redis remembers a merge was made, so that sending it again counts nothing twice. */
 const MERGE_MARKER_MS = 3_600_000;
@@ -203,11 +203,18 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
       const stored = await shared.run(
         'ledger',
         async (redis) => {
-          const members = await redis.smembers(keys.index);
-          const pipeline = redis.pipeline();
-          for (const member of members) pipeline.hgetall(member);
-          const [results, folded] = await Promise.all([pipeline.exec(), redis.get(keys.folded)]);
-          return { hashes: (results ?? []).map(([, hash]) => hash as Record<string, string>), folded: Number(folded ?? 0) };
+          const [members, folded] = await Promise.all([redis.smembers(keys.index), redis.get(keys.folded)]);
+          const hashes: Record<string, string>[] = [];
+          // A chunk at a time, as merges are: ten thousand entries in one pipeline outlast a command timeout.
+          for (let from = 0; from < members.length; from += MERGE_CHUNK) {
+            const pipeline = redis.pipeline();
+            for (const member of members.slice(from, from + MERGE_CHUNK)) pipeline.hgetall(member);
+            for (const [err, hash] of (await pipeline.exec()) ?? []) {
+              if (err !== null) throw err;
+              hashes.push(hash as Record<string, string>);
+            }
+          }
+          return { hashes, folded: Number(folded ?? 0) };
         },
         () => null,
       );
