@@ -265,6 +265,18 @@ export function createPageCache({ settings, shared, registry, background, log, n
     }
     let stored: Promise<void> = Promise.resolve();
     try {
+      // Another instance may have put the page in and let the lock go between this one's look-up
+      // and its lock: then it is that page, not one more upstream request.
+      const landed = await fleet.get(key);
+      if (
+        landed !== null &&
+        landed.storedAt > (cached?.storedAt ?? 0) &&
+        now() < landed.freshUntil &&
+        landed.rootName === config.upstream.answers[request.path].root
+      ) {
+        memory.set(key, landed);
+        return { page: pageOf(landed), result: 'coalesced' };
+      }
       const fromHere = await fromUpstream(key, request, cached, fetcher, signal);
       stored = fromHere.stored;
       return fromHere.fetched;
