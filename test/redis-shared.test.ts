@@ -60,16 +60,13 @@ describe('without redis.url', () => {
 });
 
 describe('hashOf, for key parts that hold an appKey', () => {
+  const FLEET_KEY = `${'k'.repeat(32)}fleet`;
   it('is an HMAC with deprecation.clientIdKey, the same on every instance given it, and a SHA-256 without one', () => {
     const quiet = { warn: () => {}, info: () => {} };
-    const keyed = createShared(settings(null), new Registry(), quiet, 'k'.repeat(32) + 'fleet');
-    const again = createShared(settings(null), new Registry(), quiet, 'k'.repeat(32) + 'fleet');
+    const keyed = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
+    const again = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const unkeyed = createShared(settings(null), new Registry(), quiet);
-    expect(keyed.hashOf('app-key-1')).toBe(
-      createHmac('sha256', 'k'.repeat(32) + 'fleet')
-        .update('app-key-1')
-        .digest('hex'),
-    );
+    expect(keyed.hashOf('app-key-1')).toBe(createHmac('sha256', FLEET_KEY).update('app-key-1').digest('hex'));
     expect(again.hashOf('app-key-1')).toBe(keyed.hashOf('app-key-1'));
     expect(unkeyed.hashOf('app-key-1')).toBe(createHash('sha256').update('app-key-1').digest('hex'));
   });

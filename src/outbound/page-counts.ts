@@ -41,7 +41,7 @@ export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries
 /**
  * The fleet's memory of page counts in Redis (`redis.url`), each for `maxAgeMs`, with this instance's
  * own (`local`) written too and answering whenever Redis cannot (src/redis/shared.ts). A list's key
- * holds its appKey: Redis gets a SHA-256 of it. Neither method ever rejects.
+ * holds its appKey: Redis gets a hash of it (Shared.hashOf). Neither method ever rejects.
  */
 export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs: number): PageCounts {
   if (!shared.configured) return local;

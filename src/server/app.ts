@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { registerBrownoutGauge } from '../brownouts/gauge.js';
 import { createBudget } from '../budget/budget.js';
 import { createRefuser } from '../brownouts/refusal.js';
-import { scheduleOf } from '../brownouts/schedule.js';
+import { scheduleOf, type Schedule } from '../brownouts/schedule.js';
 import { createPageCache, type PageCache } from '../cache/page-cache.js';
 import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
@@ -60,10 +60,6 @@ export interface App {
   readonly health: Health;
   /** The path of one call, as the dispatcher takes it (for a binding of the caller's own, such as a test's). */
   readonly serveCall: CallServer;
-  /** The fleet's shared state (`redis`), or this instance's own when none is configured. */
-  readonly shared: Shared;
-  /** Applies `next` to the calls that start from now on, but for what only a restart applies (src/config/reload.ts). */
-  reload(next: Config): Reloaded;
   /** Reads the configuration from `configSource` and applies it, or refuses it (src/server/reload.ts). */
   readonly reloadFromSource: Reloader;
 }
@@ -79,7 +75,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const { servicePath, trustProxy } = config.server;
   /** The configuration new calls get, and what the call path made of it (below). */
   let running = config;
-  let callPath: { readonly serveCall: CallServer; readonly addSignals: SignalAdder };
+  let callPath: CallPathOf;
   const addSignals: SignalAdder = (request, reply) => callPath.addSignals(request, reply);
   const fastify = Fastify({
     loggerInstance: deps.logger ?? pino({ level: config.log.level }),
@@ -172,11 +168,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const now = deps.now ?? Date.now;
   // Made whether or not cache.enabled is on, so that a reload may turn it on; a call path without it skips it.
   const cache = pageCache(fastify, () => running, { shared, hits, background: budgeted, now });
-  let schedule = scheduleOf(config);
-  registerBrownoutGauge(hits.registry, () => schedule, now);
-  const callPathFor = (current: Config): { readonly serveCall: CallServer; readonly addSignals: SignalAdder } => {
-    schedule = scheduleOf(current);
+  registerBrownoutGauge(hits.registry, () => callPath.schedule, now);
+  const callPathFor = (current: Config): CallPathOf => {
+    const schedule = scheduleOf(current);
     return {
+      schedule,
       serveCall: createCallServer({
         config: current,
         upstream: budgeted,
@@ -236,7 +232,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // Methods fastify does not route (PROPFIND, MKCOL, …) would get its JSON 404: dispatch them too,
   // so that they get the ASMX answer to an unknown method (405 or 500, docs/wire.md §1).
   fastify.setNotFoundHandler(dispatch);
-  return { fastify, hits, admin, health, serveCall, shared, reload, reloadFromSource };
+  return { fastify, hits, admin, health, serveCall, reloadFromSource };
 }
 
 /**
@@ -266,7 +262,7 @@ function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstr
 
 /**
  * The page cache (docs/operating.md), in front of the app's upstream, which also makes its background
- * refreshes; null when `cache.enabled` is off. Closed with the app.
+ * refreshes. Closed with the app.
  */
 function pageCache(
   fastify: FastifyInstance,
@@ -276,6 +272,14 @@ function pageCache(
   const cache = createPageCache({ settings, shared, registry: hits.registry, background, log: fastify.log, now });
   fastify.addHook('onClose', async () => cache.close());
   return cache;
+}
+
+/** What the call path is made of for one configuration: a reload makes it anew (`callPathFor`). */
+interface CallPathOf {
+  /** The brownouts and sunset its refusals follow, which the brownout gauge reads too. */
+  readonly schedule: Schedule;
+  readonly serveCall: CallServer;
+  readonly addSignals: SignalAdder;
 }
 
 const SERVICE_LISTENER = 'service';
