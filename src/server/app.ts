@@ -26,7 +26,7 @@ import { loadCompactPass } from '../xml/compact.js';
 import { createDescriptionServer } from './descriptions.js';
 import { createDispatcher } from './dispatcher.js';
 import { createHealth, type Health } from './health.js';
-import { requestUrl, send, servicePathOf } from './http.js';
+import { requestTarget, send, servicePathOf } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
 import { createCallServer, type CallServer } from './serve-call.js';
 import { createReloader, reloadRoute, type Reloader } from './reload.js';
@@ -105,7 +105,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     frameworkErrors: (_error, request, reply) => {
       addSignals(request, reply);
       request.sentContentType = request.headers['content-type'];
-      const path = requestUrl(request.url).pathname;
+      const path = requestTarget(request.url).pathname;
       const soapEndpoint = servicePathOf(path, servicePath)?.length === path.length;
       if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, BAD_REQUEST));
       dispatch(request, reply).catch((err: unknown) => {

@@ -5,7 +5,7 @@ import { descriptionAccepts } from '../inbound/description/describe.js';
 import { NOT_FOUND, errorPage } from '../inbound/reply.js';
 import { REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';
 import type { DescriptionServer } from './descriptions.js';
-import { requestUrl, send, servicePathOf } from './http.js';
+import { requestTarget, send, servicePathOf } from './http.js';
 import type { CallServer } from './serve-call.js';
 
 declare module 'fastify' {
@@ -30,7 +30,7 @@ export function createDispatcher(
   serveDescription: DescriptionServer,
 ): Dispatcher {
   return async (request, reply) => {
-    const url = requestUrl(request.url);
+    const url = requestTarget(request.url);
     const requested = servicePathOf(url.pathname, servicePath);
     if (requested === null) return send(reply, NOT_FOUND);
     const pathInfo = url.pathname.slice(requested.length);

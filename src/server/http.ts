@@ -13,11 +13,37 @@ export function send(to: FastifyReply, reply: Reply): void {
   to.send(body);
 }
 
+/** What the front reads of a request target: its path and its query string (with the `?`, or empty). */
+export interface RequestTarget {
+  readonly pathname: string;
+  readonly search: string;
+}
+
+/** Targets already read: a call reads its own up to three times, and most calls send the same one. */
+const targets = new Map<string, RequestTarget>();
+const MAX_TARGETS = 256;
+/** Longer targets are read each time: the memory holds at most MAX_TARGETS of this length. */
+const MAX_TARGET_LENGTH = 1024;
+
 /**
- * The request target as a URL; the path normalised as IIS does (`.` and `..` segments resolved).
- * A target no URL parser accepts (an absolute form such as `http://[x`) is outside the service.
+ * The request target's path and query, the path normalised as IIS does (`.` and `..` segments
+ * resolved). A target no URL parser accepts (an absolute form such as `http://[x`) is outside the
+ * service.
  */
-export function requestUrl(target: string): URL {
+export function requestTarget(target: string): RequestTarget {
+  let read = targets.get(target);
+  if (read === undefined) {
+    const { pathname, search } = parsedTarget(target);
+    read = { pathname, search };
+    if (target.length > MAX_TARGET_LENGTH) return read;
+    // Query strings vary without end (HTTP GET calls): the memory is dropped whole when full.
+    if (targets.size === MAX_TARGETS) targets.clear();
+    targets.set(target, read);
+  }
+  return read;
+}
+
+function parsedTarget(target: string): URL {
   try {
     return new URL(target, 'http://localhost');
   } catch {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { deprecationSignals } from '../deprecation/headers.js';
-import { requestUrl, servicePathOf } from './http.js';
+import { requestTarget, servicePathOf } from './http.js';
 
 /**
  * Deprecation, Sunset and Link on every reply from the service path (docs/wire.md §9), fastify's own
@@ -15,7 +15,7 @@ export function createSignalAdder(config: Pick<Config, 'deprecation' | 'upstream
   const { link, ...always } = headers;
   return (request, reply) => {
     // The same path test as the dispatcher's (after URL normalisation: `/x/../index.asmx` is served).
-    if (servicePathOf(requestUrl(request.url).pathname, servicePath) === null) return;
+    if (servicePathOf(requestTarget(request.url).pathname, servicePath) === null) return;
     reply.headers(always);
     if (link !== undefined && !reply.hasHeader('link')) reply.header('link', link);
   };

@@ -209,24 +209,23 @@ const FILE_PROBLEMS: Readonly<Record<string, string>> = {
 /** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */
 const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: (label: string) => ({ level: label }) } };
 
-/** pino's background destination (sonic-boom). */
+/** pino's destination (sonic-boom). */
 type Destination = ReturnType<typeof destination>;
 /** What pino uses of a destination: it writes lines, and flushes them before the process exits. */
 type LineStream = Pick<Destination, 'write' | 'flush'>;
 
 /**
- * JSON lines in the background, so that no call waits for its hit to reach the terminal or the log
- * shipper. A minimum length of one byte writes each line as soon as it comes, as none would, and makes
- * `flush(done)` wait for the line being written: with none, sonic-boom calls `done` at once.
+ * JSON lines, each written as it comes (one write(2)), as pino writes by default and node writes its
+ * own stdout on Linux. Written in the background instead (sonic-boom's async mode), every line went
+ * to libuv's thread pool and back, which cost a tenth of a call's CPU time (docs/performance.md); and
+ * a log shipper that stops reading would make the lines pile up in memory without bound, where
+ * written in place it holds calls back. `flush(done)` then has nothing to wait for.
  */
 function lineStream(fd: number): Destination {
-  return destination({ dest: fd, sync: false, minLength: 1 });
+  return destination({ dest: fd, sync: true });
 }
 
-/**
- * JSON lines on stdout, written in the background: lines that pile up while a write is under way go
- * out together.
- */
+/** JSON lines on stdout. */
 export function createLogger(level: Config['log']['level']): Logger {
   return pino({ level, ...LINE_FORMAT }, lineStream(1));
 }
@@ -307,14 +306,10 @@ export async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createOperatorLogger(config.log.level);
-  /** Refused before any call: no hit has been written, only the operators' line to wait for. */
+  /** Refused before any call: the lines are written as they come, so the refusal is the last. */
   const refuse = (err: StartRefused): void => {
-    // pino writes a fatal line at once (flushSync): with an earlier line still on its way out in the
-    // background, the refusal would come out before it. So the earlier lines first.
-    logger.flush(() => {
-      logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
-      logger.flush(() => process.exit(1));
-    });
+    logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
+    process.exit(1);
   };
   let hitLogger: Logger;
   try {
@@ -323,8 +318,6 @@ export async function main(): Promise<void> {
     if (!(err instanceof StartRefused)) throw err;
     return refuse(err);
   }
-  /** Exits once the log lines written so far are out: the destinations write in the background. */
-  const exit = (code: number): void => hitLogger.flush(() => logger.flush(() => process.exit(code)));
 
   // Installed before start-up begins: until a listener exists, SIGTERM kills the process outright.
   let stopping = false;
@@ -332,7 +325,7 @@ export async function main(): Promise<void> {
     if (stopping) {
       // A second signal: the operator does not want to wait.
       logger.warn({ event: 'stop_forced', signal }, `${signal} again: stopping now`);
-      exit(1);
+      process.exit(1);
       return;
     }
     stopping = true;
@@ -342,16 +335,16 @@ export async function main(): Promise<void> {
     );
     const deadline = setTimeout(() => {
       logger.warn({ event: 'stop_timeout' }, 'Requests still in flight after the grace period; stopping anyway');
-      exit(1);
+      process.exit(1);
     }, config.server.drainDelayMs + config.server.shutdownGraceMs);
     deadline.unref();
     startup
       .then((running) => running.stop())
       .then(
-        () => exit(0),
+        () => process.exit(0),
         (err: unknown) => {
           logger.error({ err }, 'error while stopping');
-          exit(1);
+          process.exit(1);
         },
       );
   };
