@@ -8,6 +8,7 @@ import { catalogOptions, generateCatalog } from '../src/demo/catalog.js';
 import { PINNING, RESULTS, startServer, type Server } from './children.js';
 import { latencyAtRate, quantile, type LatencyRun } from './latency.js';
 import { soapCall, type BenchRequest } from './requests.js';
+import { WRK_AVAILABLE, wrk, type WrkRun } from './wrk.js';
 import { benchRuntimes, type Runtime } from './runtimes.js';
 
 /**
@@ -108,6 +109,27 @@ async function measure(base: string, server: Server, scenario: Scenario): Promis
   };
 }
 
+/** The scenarios wrk measures too: (a), (b) and the proxy, Search over SOAP 1.1. */
+const WRK_SCENARIOS = 3;
+
+interface WrkMeasured extends WrkRun {
+  readonly cpuMsPerRequest: number;
+}
+
+async function measureWithWrk(server: Server, scenario: Scenario): Promise<WrkMeasured> {
+  const before = await server.usage();
+  const run = await wrk(server.url, scenario.request, CONNECTIONS, SECONDS);
+  const after = await server.usage();
+  return { ...run, cpuMsPerRequest: (after.cpuMs - before.cpuMs) / Math.max(run.requests, 1) };
+}
+
+interface WrkSummary {
+  readonly name: string;
+  readonly requestsPerSecond: number;
+  readonly cpuMsPerRequest: number;
+  readonly errors: number;
+}
+
 const median = (values: readonly number[]): number => {
   const sorted = [...values].sort((x, y) => x - y);
   const middle = Math.floor(sorted.length / 2);
@@ -143,6 +165,7 @@ interface OnRuntime {
   readonly runtime: Runtime;
   readonly servers: Record<Scenario['server'], Server>;
   readonly runs: Map<string, Run[]>;
+  readonly wrkRuns: Map<string, WrkMeasured[]>;
 }
 
 async function main(): Promise<void> {
@@ -167,7 +190,7 @@ async function main(): Promise<void> {
       proxy: await startServer('proxy', 1, options, runtime.execPath),
       cached: await startServer('proxy', 1, cachedOptions, runtime.execPath),
     };
-    on.push({ runtime, servers, runs: new Map(all.map((s) => [s.name, []])) });
+    on.push({ runtime, servers, runs: new Map(all.map((s) => [s.name, []])), wrkRuns: new Map(all.map((s) => [s.name, []])) });
   }
   /** Each round in the other order of runtimes than the last. */
   const inOrder = (round: number): OnRuntime[] => (round % 2 === 1 ? [...on].reverse() : on);
@@ -181,8 +204,35 @@ async function main(): Promise<void> {
       }
     }
   }
+  // The same servers under the second load generator, in interleaved rounds of their own.
+  const wrkScenarios = WRK_AVAILABLE ? all.slice(0, WRK_SCENARIOS) : [];
+  for (let round = 0; round <= ROUNDS && wrkScenarios.length > 0; round++) {
+    for (const scenario of wrkScenarios) {
+      for (const { servers, wrkRuns } of inOrder(round)) {
+        const measured = await measureWithWrk(servers[scenario.server], scenario);
+        // Round 0 warms wrk's connections up, as autocannon's warm-up did its own.
+        if (round > 0) wrkRuns.get(scenario.name)?.push(measured);
+        process.stderr.write('.');
+      }
+    }
+  }
   process.stderr.write('\n');
+  if (!WRK_AVAILABLE) process.stderr.write('wrk not found (Debian: apt-get install wrk): measured with autocannon only\n');
   const summariesOf = new Map(on.map((o) => [o, all.map((s) => summarise(s.name, o.runs.get(s.name) ?? []))]));
+  const wrkSummariesOf = new Map(
+    on.map((o) => [
+      o,
+      wrkScenarios.map((s): WrkSummary => {
+        const runs = o.wrkRuns.get(s.name) ?? [];
+        return {
+          name: s.name,
+          requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+          cpuMsPerRequest: median(runs.map((r) => r.cpuMsPerRequest)),
+          errors: runs.reduce((sum, r) => sum + r.errors, 0),
+        };
+      }),
+    ]),
+  );
 
   // Added latency at half of the proxy's own peak rate on that runtime (SOAP 1.1 Search), open loop in
   // microseconds (bench/latency.ts), in interleaved rounds like the rest: more of them, since a p99 of
@@ -236,6 +286,7 @@ async function main(): Promise<void> {
       { proxy: halfRateOf(o), passthrough: halfOfPassthrough(o) },
       rounds,
       heapGrowthOf.get(o) ?? Number.NaN,
+      wrkSummariesOf.get(o) ?? [],
     );
   });
   // The proxy on each runtime against the first (the oldest): Search over SOAP 1.1, req/s and CPU per call.
@@ -282,7 +333,8 @@ async function main(): Promise<void> {
   const halfRateErrors = [...halfRateRounds.values()]
     .flat()
     .reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors + round.passthroughAtA.errors + round.cached.errors, 0);
-  if (results.some((r) => r.summaries.some((s) => s.errors > 0)) || halfRateErrors > 0) process.exitCode = 1;
+  const failed = results.some((r) => r.summaries.some((s) => s.errors > 0) || r.wrk.some((s) => s.errors > 0));
+  if (failed || halfRateErrors > 0) process.exitCode = 1;
 }
 
 /** One runtime's summaries, its p99s at half of the proxy's peak, and its targets. */
@@ -292,6 +344,7 @@ function resultOf(
   halfRates: { readonly proxy: number; readonly passthrough: number },
   halfRateRounds: readonly HalfRateRound[],
   heapGrowth: number,
+  wrkSummaries: readonly WrkSummary[],
 ): RuntimeResult {
   const halfRate = halfRates.proxy;
   const [passthrough, facade, proxySoap11, cachedSoap11] = summaries as [Summary, Summary, Summary, Summary];
@@ -363,10 +416,12 @@ function resultOf(
       limit: 0.1,
       atLeast: false,
     },
+    ...wrkTargets(wrkSummaries),
   ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
   return {
     runtime,
     summaries,
+    wrk: wrkSummaries,
     halfRate,
     halfRateP99s,
     p99PassthroughAtHalf,
@@ -375,6 +430,26 @@ function resultOf(
     loadGeneratorLatenessP99Ms,
     targets,
   };
+}
+
+/** With wrk: the proxy's Search over SOAP 1.1 against (b), in req/s and in CPU time per call. */
+function wrkTargets(summaries: readonly WrkSummary[]): { target: string; value: number; limit: number; atLeast: boolean }[] {
+  const [, facade, proxy] = summaries;
+  if (facade === undefined || proxy === undefined) return [];
+  return [
+    {
+      target: 'wrk: Search over SOAP 1.1 ≥ 1.0 × (b) req/s',
+      value: proxy.requestsPerSecond / facade.requestsPerSecond,
+      limit: 1,
+      atLeast: true,
+    },
+    {
+      target: 'wrk: Search over SOAP 1.1 CPU per call ≤ 1.0 × (b)',
+      value: proxy.cpuMsPerRequest / facade.cpuMsPerRequest,
+      limit: 1,
+      atLeast: false,
+    },
+  ];
 }
 
 /**
@@ -419,6 +494,8 @@ interface HalfRateRound {
 interface RuntimeResult {
   readonly runtime: Runtime;
   readonly summaries: readonly Summary[];
+  /** (a), (b) and the proxy under wrk; empty without wrk. */
+  readonly wrk: readonly WrkSummary[];
   /** Half of the proxy's own SOAP 1.1 Search peak on this runtime. */
   readonly halfRate: number;
   readonly halfRateP99s: { readonly passthrough: readonly number[]; readonly proxy: readonly number[] };
@@ -442,6 +519,22 @@ interface Report {
   readonly acrossRuntimes: readonly Target[];
 }
 
+function wrkRows(summaries: readonly WrkSummary[], rounds: number): string[] {
+  const [, facade] = summaries;
+  if (facade === undefined) return ['wrk was not found: measured with autocannon only.', ''];
+  return [
+    `With wrk (1 thread, ${CONNECTIONS} connections, ${rounds} interleaved rounds of ${SECONDS} s; medians):`,
+    '',
+    '| scenario | req/s | × (b) | CPU ms/req | errors |',
+    '|---|---|---|---|---|',
+    ...summaries.map(
+      (s) =>
+        `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${(s.requestsPerSecond / facade.requestsPerSecond).toFixed(2)} | ${s.cpuMsPerRequest.toFixed(2)} | ${s.errors} |`,
+    ),
+    '',
+  ];
+}
+
 function renderMarkdown(report: Report): string {
   const targetRows = (targets: readonly Target[]): string[] =>
     targets.map((t) => `| ${t.target} | ${t.value.toFixed(2)} | ${t.met ? 'met' : '**not met**'} |`);
@@ -460,6 +553,7 @@ function renderMarkdown(report: Report): string {
       '',
       `At ${r.halfRate} req/s (half of the proxy's own SOAP 1.1 peak), open loop, ${report.halfRateRounds} interleaved rounds of ${report.secondsPerRun} s: p99 (a) ${ms(r.p99PassthroughAtHalf)} ms, proxy SOAP 1.1 ${ms(r.p99ProxyAtHalf)} ms (medians; the rounds' p99s: (a) ${r.halfRateP99s.passthrough.map(ms).join(', ')}; proxy ${r.halfRateP99s.proxy.map(ms).join(', ')}). Over all rounds' answers together: p99 (a) ${ms(r.pooledP99AtHalf.passthrough)} ms, proxy ${ms(r.pooledP99AtHalf.proxy)} ms. The load generator itself sent up to ${ms(r.loadGeneratorLatenessP99Ms)} ms late (p99), the same for both.`,
       '',
+      ...wrkRows(r.wrk, report.rounds),
       '| target | measured | |',
       '|---|---|---|',
       ...targetRows(r.targets),
