@@ -23,6 +23,20 @@ describe('the byte pool (src/xml/pool.ts)', () => {
     expect([lend(100_000).buffer, lend(100_000).buffer]).not.toContain(own.buffer);
   });
 
+  it('keeps lending a size in use after a burst of another size filled the pool', () => {
+    // 16 MB of 64 KB buffers given back at once (a burst of calls on pages of that size)...
+    const burst = Array.from({ length: 300 }, () => lend(60_000));
+    for (const bytes of burst) giveBack(bytes);
+    // ...then pages of 125 KB, one call after another: each lends the buffer the call before gave back.
+    const first = lend(125_000);
+    giveBack(first);
+    for (let call = 0; call < 5; call++) {
+      const page = lend(125_000);
+      expect(page.buffer).toBe(first.buffer);
+      giveBack(page);
+    }
+  });
+
   it('joins parts as Buffer.concat does, in a buffer of its own for anything but the smallest', () => {
     const parts = [Buffer.from('<a>'), Buffer.alloc(70_000, 'x'), Buffer.from('</a>')];
     const bytes = joined(parts);

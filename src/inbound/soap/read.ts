@@ -71,7 +71,12 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   if (version === undefined) throw versionMismatchFault(document, op);
   if (version === '1.1' && media.base !== 'text/xml') throw fault('Client', [], version, 415);
   const bind = (read: XmlElement, badInt: BadInt): LegacyCall =>
-    bindParameters(op, soapBody(read, (missing) => fault('Client', [UNABLE_TO_READ, missing], version)), namespace, badInt);
+    bindParameters(
+      op,
+      soapBody(read, (missing) => fault('Client', [UNABLE_TO_READ, missing], version)),
+      namespace,
+      badInt,
+    );
   try {
     return { version, call: bind(document, () => POSITIONS_NEEDED) };
   } catch (err) {
@@ -172,12 +177,7 @@ function soapBody(root: XmlElement, missing: (text: string) => SoapFault): XmlEl
  * wrapper leaves every parameter null or 0 (docs/wire.md §2.2). Inside it, parameter elements
  * match by exact name and namespace, the first occurrence wins, anything else is skipped.
  */
-function bindParameters(
-  op: OperationSpec,
-  body: XmlElement,
-  namespace: string,
-  badInt: BadInt,
-): LegacyCall {
+function bindParameters(op: OperationSpec, body: XmlElement, namespace: string, badInt: BadInt): LegacyCall {
   const args: Record<string, ArgValue> = Object.fromEntries(op.params.map((p) => [p.name, p.type === 'int' ? 0 : null]));
   const wrapper = childElements(body)[0];
   if (wrapper === undefined || wrapper.uri !== namespace || wrapper.local !== op.name) return { operation: op, args };
