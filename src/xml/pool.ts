@@ -68,10 +68,10 @@ export function giveBack(bytes: Uint8Array): void {
 }
 
 /**
- * Room for a buffer of `size`, taken from the classes lent from longest ago. Kept as they were, the free
- * buffers of a size no call asks for any more (AdvancedSearch's, after a burst of it) filled the pool
- * for good, and every page and reply of another size was a fresh ArrayBuffer again: on Node 24 a full
- * collection every 200 ms, as before the pool.
+ * Room for a buffer of `size`, taken from the classes lent from longest ago. Kept as they were, free
+ * buffers of a size no call asks for any more (after a burst of larger or smaller pages) would fill
+ * the pool for good, and every page and reply of the sizes in use would be a fresh ArrayBuffer again:
+ * the allocations the pool is there to spare.
  */
 function makeRoom(size: number): void {
   for (const [other, list] of free) {
