@@ -7,7 +7,7 @@ import { loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
 import { startDemoUpstream } from '../src/demo/upstream.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
-import { tuneHeap } from '../src/start/heap.js';
+import { fixHeapGrowth } from '../src/start/heap.js';
 import { createLogger } from '../src/start/main.js';
 import { buildApp } from '../src/server/app.js';
 
@@ -115,7 +115,7 @@ async function startFacade(options: Options): Promise<string> {
 
 /** As `npm start` runs it: its heap growth fixed, a hit logged for every call (to stdout, which the benchmark discards). */
 async function startProxy(options: Options): Promise<string> {
-  tuneHeap();
+  fixHeapGrowth();
   const config = loadConfig({}, { upstream: { baseUrl: options.upstream as string, appKey: APP_KEY } }, options.proxyConfig ?? {});
   const { fastify } = await buildApp(config, { logger: createLogger(config.log.level) });
   return fastify.listen({ host: '127.0.0.1', port: 0 });

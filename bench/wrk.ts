@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchRequest } from './requests.js';
@@ -19,17 +19,23 @@ export interface WrkRun {
   readonly errors: number;
 }
 
+/** `text` as a Lua string literal: every byte but printable ASCII, and the quote and the backslash, as a three-digit decimal escape. */
+function luaString(text: string): string {
+  const bytes = [...Buffer.from(text, 'utf8')];
+  return `"${bytes.map((b) => (b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`)).join('')}"`;
+}
+
 /** The request as a wrk script: wrk sends GET with no body unless a script says otherwise. */
 function scriptFor(request: BenchRequest): string {
-  const lines = [`wrk.method = ${JSON.stringify(request.method)}`];
-  if (request.body !== undefined) lines.push(`wrk.body = ${JSON.stringify(request.body)}`);
-  for (const [name, value] of Object.entries(request.headers ?? {}))
-    lines.push(`wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`);
+  const lines = [`wrk.method = ${luaString(request.method)}`];
+  if (request.body !== undefined) lines.push(`wrk.body = ${luaString(request.body)}`);
+  for (const [name, value] of Object.entries(request.headers ?? {})) lines.push(`wrk.headers[${luaString(name)}] = ${luaString(value)}`);
   return `${lines.join('\n')}\n`;
 }
 
 export async function wrk(base: string, request: BenchRequest, connections: number, seconds: number): Promise<WrkRun> {
-  const script = join(mkdtempSync(join(tmpdir(), 'bench-wrk-')), 'request.lua');
+  const directory = mkdtempSync(join(tmpdir(), 'bench-wrk-'));
+  const script = join(directory, 'request.lua');
   writeFileSync(script, scriptFor(request));
   const child = spawn('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', script, `${base}${request.path}`], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -38,7 +44,11 @@ export async function wrk(base: string, request: BenchRequest, connections: numb
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     out += chunk;
   });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // 'close', not 'exit': the summary wrk prints last may still be on its way through the pipe at exit.
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  }).finally(() => rmSync(directory, { recursive: true, force: true }));
   const requests = /(\d+) requests in/.exec(out)?.[1];
   const rate = /Requests\/sec:\s+([\d.]+)/.exec(out)?.[1];
   if (code !== 0 || requests === undefined || rate === undefined) throw new Error(`wrk exited with ${code}: ${out}`);

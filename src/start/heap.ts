@@ -21,46 +21,23 @@ import { setFlagsFromString } from 'node:v8';
  */
 const HEAP_GROWING_PERCENT = 300;
 
-/**
- * The most the young generation may grow to, in MB: 8, where V8 lets it grow to 32.
- *
- * Every ArrayBuffer counts as V8 external memory, and a call still allocates some the pool cannot lend
- * (src/xml/pool.ts): the socket's read buffers, a 125 KB page in two or three of them. V8 frees young
- * ArrayBuffers at a scavenge, which comes once the young generation is full; at 32 MB of it that came
- * after more than the 64 MB of external memory at which V8 starts a full collection instead. A young
- * generation that grew to its largest stayed there: after a burst of AdvancedSearch (two pages and a
- * tree a call), Search ran with a full collection every 200 ms on Node 24 (45 in 10 s, against 2 with
- * this cap) and at 0.40 ms of CPU a call against 0.35. Measured on both runtimes after such a burst
- * (docs/performance.md): Node 24 2,775 against 2,316 req/s. Node 20's V8 has no such flag; its young
- * generation stays small by itself (2 full collections in the same run).
- */
-const YOUNG_GENERATION_MB = 8;
+const FLAG = 'heap-growing-percent';
 
 /**
- * Whether node's command line sets V8 flag `flag` already, in any spelling V8 takes (one or two
- * dashes, `-` or `_`). NODE_OPTIONS may not carry V8 flags such as these.
+ * Whether node's command line sets the heap growth already, in any spelling V8 takes (one or two
+ * dashes, `-` or `_`); `=0` is V8's own choice. NODE_OPTIONS may not carry this flag.
  */
-export function flagGiven(execArgv: readonly string[], flag: string): boolean {
-  return execArgv.some((arg) => /^--?([^=]*)=/.exec(arg)?.[1]?.replaceAll('_', '-') === flag);
+export function heapGrowthGiven(execArgv: readonly string[]): boolean {
+  return execArgv.some((arg) => /^--?([^=]*)=/.exec(arg)?.[1]?.replaceAll('_', '-') === FLAG);
 }
 
-/** The V8 flags the proxy sets for itself: each its value, and the first node major whose V8 has it. */
-const HEAP_FLAGS: Readonly<Record<string, { readonly value: number; readonly sinceNode: number }>> = {
-  'heap-growing-percent': { value: HEAP_GROWING_PERCENT, sinceNode: 20 },
-  // Node 20's V8 has no such flag, and keeps its young generation small by itself.
-  'scavenger-max-new-space-capacity-mb': { value: YOUNG_GENERATION_MB, sinceNode: 24 },
-};
-
 /**
- * Sets the heap flags for this process, each where its V8 has it and unless node's command line sets
- * it already (`=0` for the heap growth is V8's own choice): an operator's own choice wins. Returns the
- * flags it set. For the proxy's own process only (main and the benchmark's proxy), never in a process
- * that hosts other code, such as a test runner.
+ * Sets the heap growth for this process, unless node's command line sets one already: an operator's
+ * own choice wins. Returns whether it set it. For the proxy's own process only (main and the
+ * benchmark's proxy), never in a process that hosts other code, such as a test runner.
  */
-export function tuneHeap(nodeMajor = Number(process.versions.node.split('.')[0])): string[] {
-  const set = Object.entries(HEAP_FLAGS)
-    .filter(([flag, { sinceNode }]) => nodeMajor >= sinceNode && !flagGiven(process.execArgv, flag))
-    .map(([flag]) => flag);
-  for (const flag of set) setFlagsFromString(`--${flag}=${HEAP_FLAGS[flag]?.value}`);
-  return set;
+export function fixHeapGrowth(): boolean {
+  if (heapGrowthGiven(process.execArgv)) return false;
+  setFlagsFromString(`--${FLAG}=${HEAP_GROWING_PERCENT}`);
+  return true;
 }

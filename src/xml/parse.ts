@@ -28,7 +28,7 @@ export class XmlSyntaxError extends Error {
 export interface ParseOptions {
   /** Deepest element nesting accepted; deeper input is refused rather than recursed into. */
   readonly maxDepth: number;
-  /** Track line and column (for error texts and `end`); costs about a third of the parse time. */
+  /** Line and column in error texts (saxes counts them either way, and `end` has them). */
   readonly positions: boolean;
 }
 

@@ -70,30 +70,16 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   const version = envelopeVersion(document);
   if (version === undefined) throw versionMismatchFault(document, op);
   if (version === '1.1' && media.base !== 'text/xml') throw fault('Client', [], version, 415);
-  const bind = (read: XmlElement, badInt: BadInt): LegacyCall =>
-    bindParameters(
-      op,
-      soapBody(read, (missing) => fault('Client', [UNABLE_TO_READ, missing], version)),
-      namespace,
-      badInt,
-    );
-  try {
-    return { version, call: bind(document, () => POSITIONS_NEEDED) };
-  } catch (err) {
-    if (err !== POSITIONS_NEEDED) throw err;
-  }
-  // A bad int's fault says where its element ends: the document read again, this time with positions.
-  const withPositions = readDocument(decodeBody(media, request.body), true) as XmlElement;
+  const body = soapBody(document, (missing) => fault('Client', [UNABLE_TO_READ, missing], version));
   return {
     version,
-    call: bind(withPositions, (line, column, error) => fault('Client', [UNABLE_TO_READ, xmlDocumentError(line, column), error], version)),
+    call: bindParameters(op, body, namespace, (line, column, error) =>
+      fault('Client', [UNABLE_TO_READ, xmlDocumentError(line, column), error], version),
+    ),
   };
 }
 
-/** Thrown by a binding that needs the positions the document was read without. */
-const POSITIONS_NEEDED = new Error('positions needed');
-
-type BadInt = (line: number, column: number, error: string) => Error;
+type BadInt = (line: number, column: number, error: string) => SoapFault;
 
 /** The operations by SOAPAction, per service namespace: the same for every call. */
 const actionMaps = new Map<string, ReadonlyMap<string, OperationSpec>>();
@@ -141,16 +127,12 @@ function routeByBodyElement(document: XmlElement | XmlSyntaxError, action: strin
   throw new SoapFault('Client', [actionNotRecognized(action)], version);
 }
 
-/**
- * Read without line and column, which only a fault says (a third of the parse time): a document that
- * fails is read again with them, for the fault's text.
- */
-function readDocument(text: string, positions = false): XmlElement | XmlSyntaxError {
+function readDocument(text: string): XmlElement | XmlSyntaxError {
   try {
-    return parseXml(text, { positions });
+    return parseXml(text);
   } catch (err) {
-    if (!(err instanceof XmlSyntaxError)) throw err;
-    return positions ? err : readDocument(text, true);
+    if (err instanceof XmlSyntaxError) return err;
+    throw err;
   }
 }
 
