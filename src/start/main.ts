@@ -217,13 +217,42 @@ type LineStream = Pick<Destination, 'write' | 'flush'>;
 /**
  * JSON lines, each written as it comes (one write(2)), as pino writes by default and node writes its
  * own stdout on Linux. Written in the background instead (sonic-boom's async mode), every line went
- * to libuv's thread pool and back, which cost a tenth of a call's CPU time (docs/performance.md); and
- * a log shipper that stops reading would make the lines pile up in memory without bound, where
- * written in place it holds calls back. `flush(done)` then has nothing to wait for.
+ * to libuv's thread pool and back, which cost a tenth of a call's CPU time (docs/performance.md).
+ *
+ * A descriptor that is not blocking (the hit file is opened so; stdout becomes so when it shares its
+ * pipe or socket with stderr) answers EAGAIN while its reader lags. sonic-boom would then sleep 100 ms
+ * on the event loop and try again, recursively; here the lines wait in the stream (at most
+ * MAX_PENDING_LINE_BYTES, past which they are dropped) and go out with the next line, or at the latest
+ * RETRY_MS later. Any other error ends the stream: nothing more is written to it (as pino does on
+ * EPIPE), and `onFailure` is told.
  */
-function lineStream(fd: number): Destination {
-  return destination({ dest: fd, sync: true });
+export function lineStream(fd: number, onFailure: (err: NodeJS.ErrnoException) => void = () => {}): Destination {
+  const stream = destination({ dest: fd, sync: true, maxLength: MAX_PENDING_LINE_BYTES, retryEAGAIN: () => false });
+  let retry: NodeJS.Timeout | null = null;
+  // Writing nothing writes what waits first (flushSync would write a line cut short twice). Another
+  // EAGAIN comes back here.
+  const writeLater = (): void => {
+    retry = null;
+    stream.write('');
+  };
+  let failed = false;
+  // Before pino's own listener, which lets only EPIPE by and emits anything else again, unheard.
+  stream.prependListener('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EAGAIN') {
+      retry ??= setTimeout(writeLater, RETRY_MS).unref();
+      return;
+    }
+    if (failed) return;
+    failed = true;
+    Object.assign(stream, { write: () => true, end: () => {}, flushSync: () => {}, destroy: () => {} });
+    onFailure(err);
+  });
+  return stream;
 }
+
+/** Lines held while a descriptor that is not blocking says EAGAIN. */
+const MAX_PENDING_LINE_BYTES = 16 * 1024 * 1024;
+const RETRY_MS = 20;
 
 /** JSON lines on stdout. */
 export function createLogger(level: Config['log']['level']): Logger {
@@ -250,12 +279,7 @@ function createHitLogger(hitsFile: string | null, logger: Logger): Logger {
  * on the hits go to stdout, the migration's record kept, and `onFailure` says so once.
  */
 function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException) => void): Logger {
-  const file = lineStream(fd);
-  let current: LineStream = file;
-  file.once('error', (err: NodeJS.ErrnoException) => {
-    // As pino itself abandons a destination on EPIPE: nothing of it is written, ended or flushed again.
-    Object.assign(file, { write: () => true, end: () => {}, flushSync: () => {}, destroy: () => {} });
-    file.on('error', () => {});
+  let current: LineStream = lineStream(fd, (err) => {
     current = lineStream(1);
     onFailure(err);
   });
