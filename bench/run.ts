@@ -310,7 +310,7 @@ async function main(): Promise<void> {
             limit: 1,
             atLeast: false,
           },
-        ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
+        ].map(judged);
   });
 
   const report: Report = {
@@ -417,7 +417,7 @@ function resultOf(
       atLeast: false,
     },
     ...wrkTargets(wrkSummaries),
-  ].map((t) => ({ ...t, met: t.atLeast ? t.value >= t.limit : t.value <= t.limit }));
+  ].map(judged);
   return {
     runtime,
     summaries,
@@ -433,7 +433,7 @@ function resultOf(
 }
 
 /** With wrk: the proxy's Search over SOAP 1.1 against (b), in req/s and in CPU time per call. */
-function wrkTargets(summaries: readonly WrkSummary[]): { target: string; value: number; limit: number; atLeast: boolean }[] {
+function wrkTargets(summaries: readonly WrkSummary[]): Goal[] {
   const [, facade, proxy] = summaries;
   if (facade === undefined || proxy === undefined) return [];
   return [
@@ -475,11 +475,20 @@ function storeOfAbout(designs: number): { storeId: string; designs: number } {
 
 const ms = (value: number): string => value.toFixed(2);
 
-interface Target {
+/** A target and what was measured of it: at least, or at most, `limit`. */
+interface Goal {
   readonly target: string;
   readonly value: number;
   readonly limit: number;
+  readonly atLeast: boolean;
+}
+
+interface Target extends Goal {
   readonly met: boolean;
+}
+
+function judged(goal: Goal): Target {
+  return { ...goal, met: goal.atLeast ? goal.value >= goal.limit : goal.value <= goal.limit };
 }
 
 /** What was measured on one runtime. */

@@ -211,7 +211,7 @@ const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: 
 
 /** pino's destination (sonic-boom). */
 type Destination = ReturnType<typeof destination>;
-/** What pino uses of a destination: it writes lines, and flushes them before the process exits. */
+/** What pino uses of a destination: `write`, and `flush` for `logger.flush()`. */
 type LineStream = Pick<Destination, 'write' | 'flush'>;
 
 /**

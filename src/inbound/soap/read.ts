@@ -79,8 +79,6 @@ export function readSoapRequest(request: SoapRequest, namespace: string): SoapCa
   };
 }
 
-type BadInt = (line: number, column: number, error: string) => SoapFault;
-
 /** The operations by SOAPAction, per service namespace: the same for every call. */
 const actionMaps = new Map<string, ReadonlyMap<string, OperationSpec>>();
 
@@ -159,7 +157,12 @@ function soapBody(root: XmlElement, missing: (text: string) => SoapFault): XmlEl
  * wrapper leaves every parameter null or 0 (docs/wire.md §2.2). Inside it, parameter elements
  * match by exact name and namespace, the first occurrence wins, anything else is skipped.
  */
-function bindParameters(op: OperationSpec, body: XmlElement, namespace: string, badInt: BadInt): LegacyCall {
+function bindParameters(
+  op: OperationSpec,
+  body: XmlElement,
+  namespace: string,
+  badInt: (line: number, column: number, error: string) => SoapFault,
+): LegacyCall {
   const args: Record<string, ArgValue> = Object.fromEntries(op.params.map((p) => [p.name, p.type === 'int' ? 0 : null]));
   const wrapper = childElements(body)[0];
   if (wrapper === undefined || wrapper.uri !== namespace || wrapper.local !== op.name) return { operation: op, args };
