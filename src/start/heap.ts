@@ -1,43 +1,75 @@
 import { setFlagsFromString } from 'node:v8';
 
 /**
- * How far V8 lets the old generation grow past the live heap before its next full collection: fixed
- * at 300 %, a factor of 4, the largest V8 itself picks (for large heaps).
- *
- * V8 derives the factor from how fast the old generation fills against how fast it collects. This
- * proxy's old generation fills slowly while its page Buffers churn in the young one, so V8 chose a
- * small factor, and under sustained load the proxy fell every 20–30 s into runs of back-to-back full
- * collections: 5 to 10 a second for one to six seconds, 100–170 ms of pauses in each of those seconds,
- * and a p99 of 40–150 ms while they lasted (README, Benchmark). Fixed at 4, the same minute of load at
- * about 1,000 calls a second had two full collections and no run (at 3, five); fixed at 2, it was one
- * run from start to end (node 20). The price is an old generation up to about four times what the
- * last full collection left, about 100 MB at the 26 MB this proxy keeps live under load; near
- * --max-old-space-size V8 still collects at half the way there. V8 uses the factor for small heaps and
- * under memory pressure too, where it would otherwise grow more slowly.
- *
- * Measured on both supported runtimes, and kept on both (docs/performance.md, the heap growth): over
- * 40 s at 1,100 calls a second, V8's own growth (`=0`) had 43 full collections (285 ms of pauses) on
- * Node 20 and 111 (855 ms) on Node 24, this setting 3 (17 ms) and 4 (37 ms).
+ * The V8 flags the proxy sets for itself at start, each measured on both supported runtimes and set
+ * only on those where it helps (docs/performance.md). V8 reads them as the heap works, so they take
+ * effect when set from inside the process; flags V8 reads only when it makes the heap (the young
+ * generation's size) would not, and the proxy sets none of those.
  */
-const HEAP_GROWING_PERCENT = 300;
+interface HeapFlag {
+  /** As on node's command line, without the dashes, and its value (`=300`), or '' for a switch. */
+  readonly name: string;
+  readonly value: string;
+  /** Whether the runtime, by its V8 major version, is one it was measured to help on. */
+  readonly helpsOn: (v8Major: number) => boolean;
+}
 
-const FLAG = 'heap-growing-percent';
+const HEAP_FLAGS: readonly HeapFlag[] = [
+  /**
+   * How far V8 lets the old generation grow past the live heap before its next full collection: fixed
+   * at 300 %, a factor of 4, the largest V8 itself picks (for large heaps).
+   *
+   * V8 derives the factor from how fast the old generation fills against how fast it collects. This
+   * proxy's old generation fills slowly while its page Buffers churn in the young one, so V8 chose a
+   * small factor, and under sustained load the proxy fell every 20–30 s into runs of back-to-back full
+   * collections: 5 to 10 a second for one to six seconds, 100–170 ms of pauses in each of those seconds,
+   * and a p99 of 40–150 ms while they lasted. Fixed at 4, the same minute of load at about 1,000 calls
+   * a second had two full collections and no run. The price is an old generation up to about four times
+   * what the last full collection left, about 100 MB at the 26 MB this proxy keeps live under load; near
+   * --max-old-space-size V8 still collects at half the way there.
+   *
+   * Over 40 s at 1,100 calls a second, V8's own growth (`=0`) had 43 full collections (285 ms of pauses)
+   * on Node 20 and 111 (855 ms) on Node 24, this setting 3 (17 ms) and 4 (37 ms).
+   */
+  { name: 'heap-growing-percent', value: '=300', helpsOn: () => true },
+  /**
+   * Memory outside V8's heap (the Buffers every upstream page arrives in, about 128 KB a Search) counted
+   * in the heap's own limit, as one budget, rather than against a limit of its own. This proxy allocates
+   * little on the heap, so its young generation is collected rarely, and the dead Buffers' memory, freed
+   * only by those collections, piles up meanwhile: Node 24's V8 (13) then starts a full collection for
+   * "external memory pressure", in some runs four a second for minutes (69 in 30 s against 2). With this
+   * switch the same runs had 3, at 0.91 × the CPU per call and less memory. Node 20's V8 (11) has
+   * neither the storm nor the switch.
+   */
+  { name: 'external-memory-accounted-in-global-limit', value: '', helpsOn: (v8Major) => v8Major >= 13 },
+];
 
 /**
- * Whether node's command line sets the heap growth already, in any spelling V8 takes (one or two
- * dashes, `-` or `_`); `=0` is V8's own choice. NODE_OPTIONS may not carry this flag.
+ * Whether node's command line sets the flag `name` already, in any spelling V8 takes (one or two
+ * dashes, `-` or `_`, a value after `=`, or `no-` before a switch). NODE_OPTIONS may carry none of them.
  */
-export function heapGrowthGiven(execArgv: readonly string[]): boolean {
-  return execArgv.some((arg) => /^--?([^=]*)=/.exec(arg)?.[1]?.replaceAll('_', '-') === FLAG);
+export function flagGiven(execArgv: readonly string[], name: string): boolean {
+  return execArgv.some((arg) => {
+    const given = /^--?([^=]*)/.exec(arg)?.[1]?.replaceAll('_', '-');
+    return given === name || given === `no-${name}`;
+  });
 }
 
 /**
- * Sets the heap growth for this process, unless node's command line sets one already: an operator's
- * own choice wins. Returns whether it set it. For the proxy's own process only (main and the
- * benchmark's proxy), never in a process that hosts other code, such as a test runner.
+ * The proxy's heap flags, as written, that help on a runtime with V8 `v8Version` and that node's
+ * command line `execArgv` does not set already: an operator's own choice wins.
  */
-export function fixHeapGrowth(): boolean {
-  if (heapGrowthGiven(process.execArgv)) return false;
-  setFlagsFromString(`--${FLAG}=${HEAP_GROWING_PERCENT}`);
-  return true;
+export function heapFlagsFor(execArgv: readonly string[], v8Version: string): string[] {
+  const v8Major = Number.parseInt(v8Version, 10);
+  return HEAP_FLAGS.filter((flag) => flag.helpsOn(v8Major) && !flagGiven(execArgv, flag.name)).map((flag) => `--${flag.name}${flag.value}`);
+}
+
+/**
+ * Sets the heap flags for this process and returns them. For the proxy's own process only (main and
+ * the benchmark's proxy), never in a process that hosts other code, such as a test runner.
+ */
+export function tuneHeap(): string[] {
+  const flags = heapFlagsFor(process.execArgv, process.versions.v8);
+  for (const flag of flags) setFlagsFromString(flag);
+  return flags;
 }

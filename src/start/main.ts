@@ -6,7 +6,7 @@ import { checkProduction, loadConfig } from '../config/load.js';
 import { ConfigError, redactUrl } from '../config/problems.js';
 import type { Config } from '../config/schema.js';
 import { startDemoUpstream, type DemoUpstream } from '../demo/upstream.js';
-import { fixHeapGrowth } from './heap.js';
+import { tuneHeap } from './heap.js';
 import { redact } from '../redaction/redact.js';
 import { buildApp } from '../server/app.js';
 import type { ReloadOutcome } from '../server/reload.js';
@@ -319,7 +319,7 @@ export function createOperatorLogger(level: Config['log']['level']): Logger {
 
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
 export async function main(): Promise<void> {
-  fixHeapGrowth();
+  tuneHeap();
   let config: Config;
   try {
     config = loadConfig();
