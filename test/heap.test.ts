@@ -29,18 +29,20 @@ describe('heap flags (src/start/heap.ts)', () => {
     );
     expect(flagGiven(['--no-external-memory-accounted-in-global-limit'], 'external-memory-accounted-in-global-limit')).toBe(true);
     expect(flagGiven(['--external_memory_accounted_in_global_limit'], 'external-memory-accounted-in-global-limit')).toBe(true);
+    expect(flagGiven(['--noexternal-memory-accounted-in-global-limit'], 'external-memory-accounted-in-global-limit')).toBe(true);
     expect(flagGiven(['--external-memory-accounted'], 'external-memory-accounted-in-global-limit')).toBe(false);
   });
 
-  it('counts external memory in the heap limit only on V8 13 and later (Node 24), where it was measured to help; the heap growth on both', () => {
+  it('counts external memory in the heap limit only on V8 13 (Node 24), where it was measured to help; the heap growth on every V8', () => {
     expect(heapFlagsFor([], '11.3.244.8-node.33')).toEqual([GROWTH]);
+    expect(heapFlagsFor([], '14.8.1.0-node.1')).toEqual([GROWTH]);
     expect(heapFlagsFor([], '13.6.233.17-node.37')).toEqual([GROWTH, EXTERNAL]);
     expect(heapFlagsFor(['--heap-growing-percent=0'], '13.6.233.17-node.37')).toEqual([EXTERNAL]);
     expect(heapFlagsFor(['--no-external-memory-accounted-in-global-limit'], '13.6.233.17-node.37')).toEqual([GROWTH]);
   });
 
   it('sets, in a process started plainly, only flags this runtime knows (an unknown one is only a line on stderr)', () => {
-    const expected = Number.parseInt(process.versions.v8, 10) >= 13 ? [GROWTH, EXTERNAL] : [GROWTH];
+    const expected = Number.parseInt(process.versions.v8, 10) === 13 ? [GROWTH, EXTERNAL] : [GROWTH];
     expect(tuneInChild([])).toEqual({ flags: expected, stderr: '' });
   });
 

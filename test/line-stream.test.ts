@@ -1,20 +1,41 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { lineStream } from '../src/start/main.js';
 
 /**
  * The log lines' stream (src/start/main.ts) on a descriptor that is not blocking, whose reader lags:
  * the hit file opened on a FIFO, or stdout sharing its pipe with stderr. Writing must never stall the
  * event loop, and no line may be lost or written twice once the reader reads again.
+ *
+ * The stream runs in a child of its own, killed after a timeout: the stall it guards against
+ * (sonic-boom's own retry, sleeping 100 ms on the event loop for every EAGAIN, again and again while
+ * nobody reads) never returns, and a test runner cannot interrupt a loop that does not.
  */
 
 const FIFO_AVAILABLE = spawnSync('mkfifo', ['--version']).status === 0;
 
-/** Everything the reader end holds now. */
-function drain(fd: number): string {
+/** The built module (`npm test` compiles it first). */
+const MAIN = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'src', 'start', 'main.js')).href;
+
+/** What the child reports. */
+interface Written {
+  /** How long writing every line took, none read meanwhile. */
+  readonly writeMs: number;
+  /** What the reader found right after, and once it read again until nothing more came. */
+  readonly readAtOnce: number;
+  readonly readInTheEnd: string;
+  readonly expected: string;
+  readonly failures: number;
+}
+
+const CHILD = `
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+const { lineStream } = await import(process.env.MAIN);
+const path = process.env.FIFO;
+function drain(fd) {
   const chunk = Buffer.alloc(1 << 16);
   let text = '';
   for (;;) {
@@ -23,37 +44,52 @@ function drain(fd: number): string {
       if (n === 0) return text;
       text += chunk.toString('utf8', 0, n);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return text;
+      if (err.code === 'EAGAIN') return text;
       throw err;
     }
   }
 }
+const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+let failures = 0;
+const stream = lineStream(writer, () => failures++);
+// 4,000 lines of 200 bytes: twelve times what the FIFO holds (64 KB).
+const lines = Array.from({ length: 4000 }, (_, i) => JSON.stringify({ i, pad: 'x'.repeat(180) }) + '\\n');
+const expected = lines.join('');
+const started = performance.now();
+for (const line of lines) stream.write(line);
+const writeMs = performance.now() - started;
+let read = drain(reader);
+const readAtOnce = read.length;
+// The reader reads again: what waited goes out on the stream's own retries, with no line written after.
+for (let attempt = 0; attempt < 200 && read.length < expected.length; attempt++) {
+  await new Promise((resolve) => setTimeout(resolve, 25));
+  read += drain(reader);
+}
+closeSync(writer);
+closeSync(reader);
+process.stdout.write(JSON.stringify({ writeMs, readAtOnce, readInTheEnd: read, expected, failures }));
+`;
 
 describe.skipIf(!FIFO_AVAILABLE)('log lines on a descriptor that is not blocking', () => {
-  it('wait in the stream while the reader lags, without stalling, and all come out once, in order', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.fifo');
-    expect(spawnSync('mkfifo', [path]).status).toBe(0);
-    const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-    const failures: unknown[] = [];
-    const stream = lineStream(writer, (err) => failures.push(err));
-    // 4,000 lines of 200 bytes: twelve times what the FIFO holds (64 KB), none read while they are written.
-    const lines = Array.from({ length: 4000 }, (_, i) => `${JSON.stringify({ i, pad: 'x'.repeat(180) })}\n`);
-    const started = performance.now();
-    for (const line of lines) stream.write(line);
-    // sonic-boom's own retry slept 100 ms on the event loop for every EAGAIN, and with nobody reading
-    // would sleep again and again. The bound leaves a loaded CI machine room (it took 108 ms there once).
-    expect(performance.now() - started).toBeLessThan(1000);
-    let read = drain(reader);
-    expect(read.length).toBeLessThan(lines.join('').length);
-    // The reader reads again: what waited goes out on the stream's own retries, with no line written after.
-    for (let attempt = 0; attempt < 200 && read.length < lines.join('').length; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-      read += drain(reader);
-    }
-    expect(read).toBe(lines.join(''));
-    expect(failures).toEqual([]);
-    closeSync(writer);
-    closeSync(reader);
+  it('wait in the stream while the reader lags, without stalling, and all come out once, in order', () => {
+    const fifo = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', CHILD], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, MAIN, FIFO: fifo },
+      timeout: 10_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    // Killed by the timeout: writing stalled (or the lines never came out).
+    expect(child.signal, child.stderr).toBeNull();
+    expect(child.status, child.stderr).toBe(0);
+    const written = JSON.parse(child.stdout) as Written;
+    // About 100 ms on a loaded machine (every write after the FIFO fills meets EAGAIN); each of
+    // sonic-boom's sleeps would add 100 more. The bound leaves CI room and catches ten of them.
+    expect(written.writeMs).toBeLessThan(1000);
+    expect(written.readAtOnce).toBeLessThan(written.expected.length);
+    expect(written.readInTheEnd).toBe(written.expected);
+    expect(written.failures).toBe(0);
   });
 });
