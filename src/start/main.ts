@@ -228,18 +228,20 @@ type LineStream = Pick<Destination, 'write' | 'flush'>;
  */
 export function lineStream(fd: number, onFailure: (err: NodeJS.ErrnoException) => void = () => {}): Destination {
   const stream = destination({ dest: fd, sync: true, maxLength: MAX_PENDING_LINE_BYTES, retryEAGAIN: () => false });
-  let retry: NodeJS.Timeout | null = null;
+  /** A retry is due: the lines waiting go out with it, or with the next line, whichever comes first. */
+  let retryDue = false;
   // Writing nothing writes what waits first (flushSync would write a line cut short twice). Another
   // EAGAIN comes back here.
   const writeLater = (): void => {
-    retry = null;
+    retryDue = false;
     stream.write('');
   };
   let failed = false;
   // Before pino's own listener, which lets only EPIPE by and emits anything else again, unheard.
   stream.prependListener('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EAGAIN') {
-      retry ??= setTimeout(writeLater, RETRY_MS).unref();
+      if (!retryDue) setTimeout(writeLater, RETRY_MS).unref();
+      retryDue = true;
       return;
     }
     if (failed) return;
