@@ -1,7 +1,10 @@
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { validateConfig } from '../src/config/validate.js';
 import { deprecationSignals } from '../src/deprecation/headers.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
+import { createHitRecorder, hitLine, HIT_SCHEMA_VERSION, type DeprecationHit } from '../src/deprecation/hits.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
@@ -149,6 +152,59 @@ describe('the deprecation hit', () => {
     const metrics = await (await fetch(`${recorded.admin}/metrics`)).text();
     expect(metrics).toMatch(/^legacy_calls_total\{operation="ProductLookup",binding="soap11",outcome="fault",client="office"\} [1-9]/m);
     expect(metrics).not.toMatch(/^legacy_calls_total\{operation="unknown",binding="soap11"/m);
+  });
+});
+
+describe('the hit line', () => {
+  const hit: DeprecationHit = {
+    requestId: '6f1d3c2e-8a4b-4c1d-9e2f-0a1b2c3d4e5f',
+    operation: 'Search',
+    binding: 'soap11',
+    client: 'warehouse',
+    clientLabel: 'warehouse',
+    clientFingerprint: 'hmac:0123456789ab',
+    team: 'Logistics "East"',
+    contact: null,
+    legacyVersion: 'ä\\\u0001',
+    replacement: '/product.search.cp',
+    successor: '/product.search.cp?v=3&query=dog',
+    route: 'translated',
+    outcome: 'ok',
+    reason: null,
+    status: 200,
+    durationMs: 12.345,
+    upstreamRequests: 1,
+    pages: { hit: 0, miss: 1, stale: 0, revalidated: 0, coalesced: 0 },
+    remoteAddress: '10.1.2.3',
+    userAgent: 'x'.repeat(300),
+  };
+  const at = Date.parse('2026-11-25T10:00:00.123Z');
+
+  it("is byte for byte the line pino wrote for it in the proxy's line format, caller text cut at 256 characters", () => {
+    const lines: string[] = [];
+    const logger = pino(
+      { timestamp: () => `,"time":"${new Date(at).toISOString()}"`, formatters: { level: (label: string) => ({ level: label }) } },
+      { write: (line: string) => lines.push(line) },
+    );
+    logger.info(
+      { event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...hit, userAgent: `${'x'.repeat(256)}…` },
+      'deprecated call Search (soap11)',
+    );
+    expect(hitLine(hit, at)).toBe(lines[0]);
+  });
+
+  it("goes to the hit logger's destination, and nowhere from a logger set above info (as logger.info would not write it)", () => {
+    const written = (level: string): string[] => {
+      const lines: string[] = [];
+      const logger = pino({ level }, { write: (line: string) => lines.push(line) });
+      createHitRecorder(new Registry(), logger, logger).record(hit);
+      return lines;
+    };
+    expect(written('info').map((line) => JSON.parse(line) as unknown)).toEqual([
+      expect.objectContaining({ event: 'deprecated_call', requestId: hit.requestId }),
+    ]);
+    expect(written('warn')).toEqual([]);
+    expect(written('silent')).toEqual([]);
   });
 });
 
