@@ -1,5 +1,6 @@
 import { SaxesParser, type SaxesTagNS } from 'saxes';
 import { XML_DTD_PROHIBITED, XML_ROOT_DATA, XML_ROOT_MISSING, xmlTooDeep } from '../messages.js';
+import { parseSimpleXml } from './simple.js';
 import type { XmlElement, XmlNode } from './tree.js';
 
 /**
@@ -37,6 +38,13 @@ const DEFAULT_OPTIONS: ParseOptions = { maxDepth: 128, positions: true };
 /** Parses a whole document and returns its root element. Throws XmlSyntaxError. */
 export function parseXml(text: string, options: Partial<ParseOptions> = {}): XmlElement {
   const limits: ParseOptions = { ...DEFAULT_OPTIONS, ...options };
+  // A request's envelope (read with positions) is most often in the simple subset (src/xml/simple.ts).
+  const simple = limits.positions ? parseSimpleXml(text, limits.maxDepth) : null;
+  return simple ?? parseXmlWithSaxes(text, limits);
+}
+
+/** Any document, read by saxes: every refusal worded and placed as parseXml's. */
+export function parseXmlWithSaxes(text: string, limits: ParseOptions): XmlElement {
   const firstSignificant = text.search(/[^\s\uFEFF]/);
   if (firstSignificant < 0) throw new XmlSyntaxError('root-missing', XML_ROOT_MISSING, 0, 0);
   if (text[firstSignificant] !== '<') {

@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { parseXml, parseXmlWithSaxes, type ParseOptions } from '../src/xml/parse.js';
+import { parseSimpleXml } from '../src/xml/simple.js';
+import type { XmlElement } from '../src/xml/tree.js';
+
+/**
+ * The simple subset's reader (src/xml/simple.ts) stands in for saxes on a request's envelope: for
+ * every document it reads, the tree must be saxes's, end positions included (they place the faults
+ * of a bad value); every document saxes refuses, it must leave to saxes.
+ */
+
+const LIMITS: ParseOptions = { maxDepth: 128, positions: true };
+
+/** saxes's tree, or the refusal. */
+function bySaxes(text: string): XmlElement | Error {
+  try {
+    return parseXmlWithSaxes(text, LIMITS);
+  } catch (err) {
+    return err as Error;
+  }
+}
+
+/** What the subset's reader gave, checked against saxes: `true` when it read the document itself. */
+function readTheSame(text: string): boolean {
+  const simple = parseSimpleXml(text, LIMITS.maxDepth);
+  if (simple === null) return false;
+  expect(bySaxes(text), text).toEqual(simple);
+  return true;
+}
+
+const SOAP11 = 'http://schemas.xmlsoap.org/soap/envelope/';
+const SOAP12 = 'http://www.w3.org/2003/05/soap-envelope';
+
+/** Envelopes as the clients of the five stacks send them (test/support/calls.ts, docs/clients.md). */
+const ENVELOPES = [
+  // .NET's SoapHttpClientProtocol
+  `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${SOAP11}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><Search xmlns="http://tempuri.org/"><query>dog</query><apiKey>k-1</apiKey></Search></soap:Body></soap:Envelope>`,
+  // SOAP 1.2, indented, an empty element
+  `<?xml version='1.0' encoding='UTF-8' standalone='no' ?>\n<env:Envelope xmlns:env="${SOAP12}">\n  <env:Header/>\n  <env:Body>\n    <tns:StoreLookupPaged xmlns:tns="http://tempuri.org/">\n      <tns:storeId>123</tns:storeId>\n      <tns:startResults>0</tns:startResults>\n      <tns:maxResults >20</tns:maxResults>\n    </tns:StoreLookupPaged>\n  </env:Body>\n</env:Envelope>\n`,
+  // zeep / PHP: prefixes everywhere, xsi:type on values, text with quotes and '>'
+  `<SOAP-ENV:Envelope xmlns:SOAP-ENV="${SOAP11}" xmlns:ns1="http://tempuri.org/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><SOAP-ENV:Body><ns1:AdvancedSearch><ns1:query xsi:type="xsd:string">"red" > 'blue' ü 水</ns1:query><ns1:productTypes/></ns1:AdvancedSearch></SOAP-ENV:Body></SOAP-ENV:Envelope>`,
+  // An inner default namespace undeclared, attributes spaced around '='
+  `<a:Envelope xmlns:a="${SOAP11}"><a:Body><Search xmlns = "http://tempuri.org/" x = 'y'><query xmlns="">cat</query></Search></a:Body></a:Envelope>`,
+];
+
+describe('the simple subset of XML, read without saxes', () => {
+  it.each(ENVELOPES.map((text, i) => [i, text]))('envelope %i: read here, into the tree saxes gives', (_i, text) => {
+    expect(readTheSame(text)).toBe(true);
+  });
+
+  it('is what parseXml returns for a request (positions on), and only then', () => {
+    const text = ENVELOPES[0] as string;
+    expect(parseXml(text)).toEqual(bySaxes(text));
+    // The pages' trees (positions off) are saxes's own, whose positions are not tracked.
+    expect(parseXml(text, { positions: false })).toEqual(parseXmlWithSaxes(text, { ...LIMITS, positions: false }));
+  });
+
+  it.each([
+    ['a reference', '<a>&amp;</a>'],
+    ['a character reference', '<a>&#65;</a>'],
+    ['a comment', '<a><!-- c --></a>'],
+    ['CDATA', '<a><![CDATA[x]]></a>'],
+    ['a processing instruction', '<a><?pi x?></a>'],
+    ['a DOCTYPE', '<!DOCTYPE a><a/>'],
+    ['a carriage return', '<a>\r\n</a>'],
+    ['a tab in a value (normalised to a space)', '<a b="\t"/>'],
+    ['a character past the Basic Multilingual Plane', '<a>😀</a>'],
+    ['a declaration after white space', ' <?xml version="1.0"?><a/>'],
+    ['a declaration of version 1.1', '<?xml version="1.1"?><a/>'],
+    ['a byte order mark', '\uFEFF<a/>'],
+    ['a name past ASCII', '<ä/>'],
+    ['the xml prefix', '<a xml:lang="en"/>'],
+    ['undeclaring a prefix', '<a xmlns:p=""/>'],
+  ])('leaves %s to saxes', (_what, text) => {
+    expect(parseSimpleXml(text, 128)).toBeNull();
+  });
+
+  it.each([
+    ['an undeclared prefix', '<p:a/>'],
+    ['an unclosed element', '<a><b></a>'],
+    ['a wrong end tag', '<a></b>'],
+    ['two roots', '<a/><b/>'],
+    ['text after the root', '<a/>x'],
+    ['text before the root', 'x<a/>'],
+    ['a duplicate attribute', '<a b="1" b="2"/>'],
+    ['the same attribute under two prefixes', '<a xmlns:p="u" xmlns:q="u" p:b="1" q:b="2"/>'],
+    [']]> in text', '<a>]]></a>'],
+    ['a control character', '<a>\u0001</a>'],
+    ['a lone surrogate', '<a>\uD800</a>'],
+    ['U+FFFE', '<a>\uFFFE</a>'],
+    ['< in a value', '<a b="<"/>'],
+    ['no root', '   '],
+    ['a cut document', '<a><b>'],
+    ['a missing space between attributes', '<a b="1"c="2"/>'],
+  ])('refuses %s, as saxes does, by leaving it to saxes', (_what, text) => {
+    expect(parseSimpleXml(text, 128)).toBeNull();
+    expect(bySaxes(text)).toBeInstanceOf(Error);
+  });
+
+  it('leaves a document deeper than the limit to saxes, which refuses it with its own text', () => {
+    const deep = `${'<a>'.repeat(5)}${'</a>'.repeat(5)}`;
+    expect(parseSimpleXml(deep, 4)).toBeNull();
+    expect(parseSimpleXml(deep, 5)).not.toBeNull();
+  });
+
+  it('reads a long document without newlines in time linear in its length', () => {
+    const text = `<a>${'<b c="d">e</b>'.repeat(50_000)}</a>`;
+    const started = performance.now();
+    expect(parseSimpleXml(text, 128)?.children).toHaveLength(50_000);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  /** A small seeded generator: the same documents on every run. */
+  function generator(seed: number): () => number {
+    let state = seed;
+    return () => {
+      state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+      return state / 2 ** 31;
+    };
+  }
+
+  it("agrees with saxes on 3,000 mutations of the clients' envelopes: the same tree, or saxes reads it", () => {
+    const random = generator(19);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+    const pieces = [
+      '<',
+      '>',
+      '/',
+      '"',
+      "'",
+      '=',
+      ' ',
+      '\t',
+      '\n',
+      '\r',
+      '&',
+      ';',
+      ':',
+      'a',
+      'x:',
+      'xmlns',
+      ']]>',
+      '<!--',
+      '\u0001',
+      'é',
+      '\uD83D',
+      '<a>',
+      '</a>',
+      '?>',
+    ];
+    let readHere = 0;
+    for (let i = 0; i < 3_000; i++) {
+      let text = pick(ENVELOPES);
+      for (let edits = 1 + Math.floor(random() * 3); edits > 0; edits--) {
+        const at = Math.floor(random() * text.length);
+        const kind = random();
+        if (kind < 0.4) text = text.slice(0, at) + pick(pieces) + text.slice(at);
+        else if (kind < 0.7) text = text.slice(0, at) + text.slice(at + 1 + Math.floor(random() * 3));
+        else text = text.slice(0, at) + pick(pieces) + text.slice(at + 1);
+      }
+      if (readTheSame(text)) readHere++;
+    }
+    // Edits inside text and values keep many documents in the subset: the comparison is not empty.
+    expect(readHere).toBeGreaterThan(300);
+  });
+});
