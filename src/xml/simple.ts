@@ -1,4 +1,4 @@
-import type { XmlAttribute, XmlElement } from './tree.js';
+import type { XmlElement } from './tree.js';
 
 /**
  * The fast path for small documents that need a tree (a SOAP request's envelope): a document in the
@@ -129,14 +129,15 @@ class LineCounter {
 
 /** The element of a start tag, with the scope its content is in; `null` when saxes would refuse it or it leaves the subset. */
 function openElement(name: string, attributeText: string, parentScope: Scope): Open | null {
-  const attributes: { name: string; prefix: string; local: string; value: string }[] = [];
+  const attributes: ReadAttribute[] = [];
   let scope = parentScope;
-  for (const match of attributeText.matchAll(ATTRIBUTE)) {
+  ATTRIBUTE.lastIndex = 0;
+  for (let match = ATTRIBUTE.exec(attributeText); match !== null; match = ATTRIBUTE.exec(attributeText)) {
     if (attributes.length === MAX_ATTRIBUTES) return null;
     const attributeName = match[1] as string;
     const value = match[2] ?? (match[3] as string);
     const [prefix, local] = split(attributeName);
-    if (attributes.some((other) => other.name === attributeName)) return null;
+    for (const other of attributes) if (other.name === attributeName) return null;
     if (prefix === 'xml' || (prefix === '' && local === 'xml')) return null;
     if (attributeName === 'xmlns' || prefix === 'xmlns') {
       // Declarations of the reserved prefixes, or undeclaring a prefix, have rules of their own.
@@ -145,23 +146,20 @@ function openElement(name: string, attributeText: string, parentScope: Scope): O
       if (scope === parentScope) scope = new Map(parentScope);
       (scope as Map<string, string>).set(prefix === 'xmlns' ? local : '', value);
     }
-    attributes.push({ name: attributeName, prefix, local, value });
+    attributes.push({ name: attributeName, prefix, local, value, uri: '' });
   }
-  const resolved: XmlAttribute[] = [];
-  const expanded = new Set<string>();
-  for (const attribute of attributes) {
-    let uri = '';
-    if (attribute.name === 'xmlns' || attribute.prefix === 'xmlns') uri = XMLNS_URI;
+  for (const [i, attribute] of attributes.entries()) {
+    if (attribute.name === 'xmlns' || attribute.prefix === 'xmlns') attribute.uri = XMLNS_URI;
     else if (attribute.prefix !== '') {
       const declared = scope.get(attribute.prefix);
       if (declared === undefined) return null;
-      uri = declared;
+      attribute.uri = declared;
       // The same name in the same namespace under two prefixes is one attribute twice.
-      const key = `{${uri}}${attribute.local}`;
-      if (expanded.has(key)) return null;
-      expanded.add(key);
+      for (let j = 0; j < i; j++) {
+        const other = attributes[j] as ReadAttribute;
+        if (other.local === attribute.local && other.uri === declared && other.prefix !== '' && other.prefix !== 'xmlns') return null;
+      }
     }
-    resolved.push({ name: attribute.name, value: attribute.value, uri });
   }
   const [prefix, local] = split(name);
   if (prefix === 'xml' || prefix === 'xmlns' || (prefix === '' && local === 'xmlns')) return null;
@@ -173,11 +171,20 @@ function openElement(name: string, attributeText: string, parentScope: Scope): O
     prefix,
     local,
     uri: uri ?? '',
-    attributes: resolved,
+    attributes: attributes.map(({ name, value, uri }) => ({ name, value, uri })),
     children: [],
     end: { line: 0, column: 0 },
   };
   return { element, scope };
+}
+
+interface ReadAttribute {
+  readonly name: string;
+  readonly prefix: string;
+  readonly local: string;
+  readonly value: string;
+  /** Resolved once the tag's declarations are all read. */
+  uri: string;
 }
 
 function split(name: string): [prefix: string, local: string] {
