@@ -193,6 +193,14 @@ describe('the hit line', () => {
     expect(hitLine(hit, at)).toBe(lines[0]);
   });
 
+  it('writes a lone surrogate in caller text, or half a pair the cut left, as U+FFFD: no escape that strict JSON readers refuse', () => {
+    const line = hitLine({ ...hit, legacyVersion: 'a\uD800b', userAgent: `${'x'.repeat(255)}\u{1F600}` }, at);
+    expect(line).not.toMatch(/\\ud[89a-f]/i);
+    const parsed = JSON.parse(line) as Record<string, string>;
+    expect(parsed.legacyVersion).toBe('a\uFFFDb');
+    expect(parsed.userAgent).toBe(`${'x'.repeat(255)}\uFFFD…`);
+  });
+
   it("goes to the hit logger's destination, and nowhere from a logger set above info (as logger.info would not write it)", () => {
     const written = (level: string): string[] => {
       const lines: string[] = [];

@@ -66,8 +66,14 @@ export const HIT_SCHEMA_VERSION = 2;
  */
 const MAX_LOGGED_TEXT = 256;
 
-function bounded(text: string | null): string | null {
-  return text === null || text.length <= MAX_LOGGED_TEXT ? text : `${text.slice(0, MAX_LOGGED_TEXT)}…`;
+/** A surrogate without its pair: JSON.stringify writes it as an escape that strict JSON readers refuse. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** Caller text as logged: cut, and a lone surrogate (a `%uD800` in it, or half a pair the cut left) as U+FFFD. */
+function loggable(text: string | null): string | null {
+  if (text === null) return null;
+  const cut = text.length <= MAX_LOGGED_TEXT ? text : `${text.slice(0, MAX_LOGGED_TEXT)}…`;
+  return cut.replace(LONE_SURROGATE, '\uFFFD');
 }
 
 /** What the hit lines are written to: a pino destination (sonic-boom, or a test's stream). */
@@ -76,9 +82,9 @@ interface LineDestination {
 }
 
 /**
- * The hits are written to their logger's destination, as pino would write them, but serialized here
- * by JSON.stringify from one object of a fixed shape: pino's generic serializer took a fifth of a
- * call's time outside the page (docs/performance.md), for a line whose fields never change.
+ * The hits are written to their logger's destination, in the proxy's line format, but serialized here
+ * by JSON.stringify from one object of a fixed shape: pino's generic serializer cost about 20 µs of a
+ * call under load on Node 24 (docs/performance.md), for a line whose fields never change.
  */
 function destinationOf(logger: FastifyBaseLogger): LineDestination | null {
   // A logger set above info (a test's silent one) writes no hits, as `logger.info` would not. Its level
@@ -112,7 +118,7 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     clientFingerprint: hit.clientFingerprint,
     team: hit.team,
     contact: hit.contact,
-    legacyVersion: bounded(hit.legacyVersion),
+    legacyVersion: loggable(hit.legacyVersion),
     replacement: hit.replacement,
     successor: hit.successor,
     route: hit.route,
@@ -122,8 +128,8 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     durationMs: hit.durationMs,
     upstreamRequests: hit.upstreamRequests,
     pages: hit.pages,
-    remoteAddress: bounded(hit.remoteAddress),
-    userAgent: bounded(hit.userAgent),
+    remoteAddress: loggable(hit.remoteAddress),
+    userAgent: loggable(hit.userAgent),
     msg: `deprecated call ${hit.operation} (${hit.binding})`,
   };
   return `${JSON.stringify(line)}\n`;

@@ -43,7 +43,7 @@ export interface AppDependencies {
   /** Defaults to an undici pool for `config.upstream`, closed with the app. */
   readonly upstream?: Upstream;
   readonly logger?: FastifyBaseLogger;
-  /** The deprecation hits' own channel; `logger` when not given. */
+  /** The deprecation hits' own channel; when not given, `logger`'s destination, in the proxy's line format (src/deprecation/hits.ts). */
   readonly hitLogger?: FastifyBaseLogger;
   /** The clock of the brownout schedule and of the page cache; `Date.now` when not given. */
   readonly now?: () => number;

@@ -45,6 +45,8 @@ const SPACE_ONLY = new RegExp(`^${WHITE}*$`);
 
 /** More attributes on one tag go to saxes, which keeps them in a map: here they are compared in pairs. */
 const MAX_ATTRIBUTES = 32;
+/** More namespaces in scope go to saxes (an envelope declares a handful). */
+const MAX_DECLARATIONS = 16;
 
 const XMLNS_URI = 'http://www.w3.org/2000/xmlns/';
 
@@ -140,9 +142,13 @@ function openElement(name: string, attributeText: string, parentScope: Scope): O
     for (const other of attributes) if (other.name === attributeName) return null;
     if (prefix === 'xml' || (prefix === '' && local === 'xml')) return null;
     if (attributeName === 'xmlns' || prefix === 'xmlns') {
-      // Declarations of the reserved prefixes, or undeclaring a prefix, have rules of their own.
+      // Declarations of the reserved prefixes, or undeclaring a prefix, have rules of their own; saxes
+      // trims a namespace's value (JavaScript's trim) before it binds and checks it.
       if (prefix === 'xmlns' && (local === 'xml' || local === 'xmlns' || value === '')) return null;
-      if (value === 'http://www.w3.org/XML/1998/namespace' || value === XMLNS_URI) return null;
+      if (value === 'http://www.w3.org/XML/1998/namespace' || value === XMLNS_URI || value !== value.trim()) return null;
+      // Each element that declares copies its scope: bounded, or nested declarations would make a 1 MB
+      // body cost seconds.
+      if (scope.size >= MAX_DECLARATIONS) return null;
       if (scope === parentScope) scope = new Map(parentScope);
       (scope as Map<string, string>).set(prefix === 'xmlns' ? local : '', value);
     }
