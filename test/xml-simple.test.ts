@@ -53,15 +53,6 @@ describe('the simple subset of XML, read without saxes', () => {
     expect(parseXml(text, { positions: false })).toEqual(parseXmlWithSaxes(text, { ...LIMITS, positions: false }));
   });
 
-  it.each([
-    ['a namespace with spaces around it (saxes trims it)', '<p:a xmlns:p=" u "/>'],
-    ['a default namespace of spaces only', '<a xmlns="  "/>'],
-    ['a namespace with a no-break space after it', `<soap:Envelope xmlns:soap="${SOAP11}\u00A0"><soap:Body/></soap:Envelope>`],
-  ])('leaves %s to saxes', (_what, text) => {
-    expect(parseSimpleXml(text, 128)).toBeNull();
-    expect(bySaxes(text)).not.toBeInstanceOf(Error);
-  });
-
   it('bounds the namespaces in scope: a 1 MB body of nested declarations does not cost seconds', () => {
     const declarations = Array.from({ length: 32 }, (_, i) => ` xmlns:p${i}="u${i}"`).join('');
     const open = `<a${declarations}>`.repeat(100);
@@ -72,46 +63,45 @@ describe('the simple subset of XML, read without saxes', () => {
   });
 
   it.each([
-    ['a reference', '<a>&amp;</a>'],
-    ['a character reference', '<a>&#65;</a>'],
-    ['a comment', '<a><!-- c --></a>'],
-    ['CDATA', '<a><![CDATA[x]]></a>'],
-    ['a processing instruction', '<a><?pi x?></a>'],
-    ['a DOCTYPE', '<!DOCTYPE a><a/>'],
-    ['a carriage return', '<a>\r\n</a>'],
-    ['a tab in a value (normalised to a space)', '<a b="\t"/>'],
-    ['a character past the Basic Multilingual Plane', '<a>😀</a>'],
-    ['a declaration after white space', ' <?xml version="1.0"?><a/>'],
-    ['a declaration of version 1.1', '<?xml version="1.1"?><a/>'],
-    ['a byte order mark', '\uFEFF<a/>'],
-    ['a name past ASCII', '<ä/>'],
-    ['the xml prefix', '<a xml:lang="en"/>'],
-    ['undeclaring a prefix', '<a xmlns:p=""/>'],
-    ['undeclaring a prefix with a space', '<a xmlns:p=" "/>'],
-  ])('leaves %s to saxes', (_what, text) => {
+    ['a reference', '<a>&amp;</a>', 'reads'],
+    ['a character reference', '<a>&#65;</a>', 'reads'],
+    ['a comment', '<a><!-- c --></a>', 'reads'],
+    ['CDATA', '<a><![CDATA[x]]></a>', 'reads'],
+    ['a processing instruction', '<a><?pi x?></a>', 'reads'],
+    ['a carriage return', '<a>\r\n</a>', 'reads'],
+    ['a tab in a value (normalised to a space)', '<a b="\t"/>', 'reads'],
+    ['a character past the Basic Multilingual Plane', '<a>😀</a>', 'reads'],
+    ['a declaration of version 1.1', '<?xml version="1.1"?><a/>', 'reads'],
+    ['a byte order mark', '\uFEFF<a/>', 'reads'],
+    ['a name past ASCII', '<ä/>', 'reads'],
+    ['the xml prefix', '<a xml:lang="en"/>', 'reads'],
+    // saxes trims a namespace's value: its tree would differ from one read here.
+    ['a namespace with spaces around it', '<p:a xmlns:p=" u "/>', 'reads'],
+    ['a default namespace of spaces only', '<a xmlns="  "/>', 'reads'],
+    ['a namespace with a no-break space after it', `<soap:Envelope xmlns:soap="${SOAP11}\u00A0"><soap:Body/></soap:Envelope>`, 'reads'],
+    ['a DOCTYPE', '<!DOCTYPE a><a/>', 'refuses'],
+    ['a declaration after white space', ' <?xml version="1.0"?><a/>', 'refuses'],
+    ['undeclaring a prefix', '<a xmlns:p=""/>', 'refuses'],
+    ['undeclaring a prefix with a space', '<a xmlns:p=" "/>', 'refuses'],
+    ['an undeclared prefix', '<p:a/>', 'refuses'],
+    ['an unclosed element', '<a><b></a>', 'refuses'],
+    ['a wrong end tag', '<a></b>', 'refuses'],
+    ['two roots', '<a/><b/>', 'refuses'],
+    ['text after the root', '<a/>x', 'refuses'],
+    ['text before the root', 'x<a/>', 'refuses'],
+    ['a duplicate attribute', '<a b="1" b="2"/>', 'refuses'],
+    ['the same attribute under two prefixes', '<a xmlns:p="u" xmlns:q="u" p:b="1" q:b="2"/>', 'refuses'],
+    [']]> in text', '<a>]]></a>', 'refuses'],
+    ['a control character', '<a>\u0001</a>', 'refuses'],
+    ['a lone surrogate', '<a>\uD800</a>', 'refuses'],
+    ['U+FFFE', '<a>\uFFFE</a>', 'refuses'],
+    ['< in a value', '<a b="<"/>', 'refuses'],
+    ['no root', '   ', 'refuses'],
+    ['a cut document', '<a><b>', 'refuses'],
+    ['a missing space between attributes', '<a b="1"c="2"/>', 'refuses'],
+  ])('leaves %s to saxes, which %s it', (_what, text, saxes) => {
     expect(parseSimpleXml(text, 128)).toBeNull();
-  });
-
-  it.each([
-    ['an undeclared prefix', '<p:a/>'],
-    ['an unclosed element', '<a><b></a>'],
-    ['a wrong end tag', '<a></b>'],
-    ['two roots', '<a/><b/>'],
-    ['text after the root', '<a/>x'],
-    ['text before the root', 'x<a/>'],
-    ['a duplicate attribute', '<a b="1" b="2"/>'],
-    ['the same attribute under two prefixes', '<a xmlns:p="u" xmlns:q="u" p:b="1" q:b="2"/>'],
-    [']]> in text', '<a>]]></a>'],
-    ['a control character', '<a>\u0001</a>'],
-    ['a lone surrogate', '<a>\uD800</a>'],
-    ['U+FFFE', '<a>\uFFFE</a>'],
-    ['< in a value', '<a b="<"/>'],
-    ['no root', '   '],
-    ['a cut document', '<a><b>'],
-    ['a missing space between attributes', '<a b="1"c="2"/>'],
-  ])('refuses %s, as saxes does, by leaving it to saxes', (_what, text) => {
-    expect(parseSimpleXml(text, 128)).toBeNull();
-    expect(bySaxes(text)).toBeInstanceOf(Error);
+    expect(bySaxes(text) instanceof Error ? 'refuses' : 'reads').toBe(saxes);
   });
 
   it('leaves a document deeper than the limit to saxes, which refuses it with its own text', () => {

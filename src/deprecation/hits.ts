@@ -81,11 +81,7 @@ interface LineDestination {
   write(line: string): unknown;
 }
 
-/**
- * The hits are written to their logger's destination, in the proxy's line format, but serialized here
- * by JSON.stringify from one object of a fixed shape: pino's generic serializer cost about 20 µs of a
- * call under load on Node 24 (docs/performance.md), for a line whose fields never change.
- */
+/** Where the hits go: their logger's own destination, past pino's serializer (see `hitLine`). */
 function destinationOf(logger: FastifyBaseLogger): LineDestination | null {
   // A logger set above info (a test's silent one) writes no hits, as `logger.info` would not. Its level
   // is set at start: `log` is a restart-only setting (src/config/reload.ts).
@@ -100,7 +96,9 @@ const HOSTNAME = hostname();
 /**
  * The hit as its JSON line: the fields and their order as pino wrote them (level and time as the
  * proxy's loggers write them, pid and hostname, then the hit, then `msg`), so that the dashboards
- * and `npm run report` read the same line.
+ * and `npm run report` read the same line. Serialized by JSON.stringify from one object of a fixed
+ * shape: pino's generic serializer cost about 20 µs of a call under load on Node 24
+ * (docs/performance.md), for a line whose fields never change.
  */
 export function hitLine(hit: DeprecationHit, at: number): string {
   const line = {
