@@ -16,12 +16,12 @@ import { benchRuntimes, type Runtime } from './runtimes.js';
  * (b) a facade written with the `soap` package, on one loopback upstream, in interleaved rounds.
  * Each server under test runs alone on core 1 (taskset), the load generator and the upstream on core
  * 0. Reported per scenario: req/s, p50/p99, CPU per request and peak RSS of the server, and the
- * ratios to (a) and (b); then the p99 of (a) and the proxy at half of (a)'s peak rate, measured open
+ * ratios to (a) and (b); then the p99 of (a) and the proxy at half of the proxy's own median rate, measured open
  * loop in microseconds (bench/latency.ts); written to bench/results/latest.{json,md}. Machines are noisy: compare the
  * ratios, which are measured in the same run. A ratio to a baseline takes the best of the baseline's
  * rounds (its highest req/s, its lowest CPU per call, each from whichever round it came) against the
- * proxy's median: a baseline's bad round
- * (the soap facade had runs at half its rate) must not pass the proxy.
+ * proxy's median: a baseline's bad round must not pass the proxy. (A baseline bad in every round of a
+ * run, as the soap facade was under wrk after autocannon's rounds, is what the restart before wrk is for.)
  *
  *   npm run bench                                  # 3 rounds of 5 s per scenario
  *   BENCH_ROUNDS=5 BENCH_SECONDS=10 npm run bench
