@@ -126,7 +126,8 @@ async function measureWithWrk(server: Server, scenario: Scenario): Promise<WrkMe
   return { ...run, cpuMsPerRequest: (after.cpuMs - before.cpuMs) / Math.max(run.requests, 1) };
 }
 
-interface WrkSummary {
+/** What either load generator measured of a scenario over its rounds: medians, the best, each round's req/s. */
+interface Throughput {
   readonly name: string;
   readonly requestsPerSecond: number;
   readonly cpuMsPerRequest: number;
@@ -136,6 +137,8 @@ interface WrkSummary {
   readonly roundsRequestsPerSecond: readonly number[];
   readonly errors: number;
 }
+
+type WrkSummary = Throughput;
 
 /** The best of a server's rounds, what the proxy is held against (see the top of this file). */
 interface Best {
@@ -156,30 +159,33 @@ const median = (values: readonly number[]): number => {
   return sorted.length % 2 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 };
 
-interface Summary {
-  readonly name: string;
-  readonly requestsPerSecond: number;
+function throughputOf(
+  name: string,
+  runs: readonly { readonly requestsPerSecond: number; readonly cpuMsPerRequest: number; readonly errors: number }[],
+): Throughput {
+  return {
+    name,
+    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    cpuMsPerRequest: median(runs.map((r) => r.cpuMsPerRequest)),
+    best: bestOf(runs),
+    roundsRequestsPerSecond: runs.map((r) => r.requestsPerSecond),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
+/** autocannon's rounds: the throughput, with the latency it reports and the server's peak RSS. */
+interface Summary extends Throughput {
   readonly p50Ms: number;
   readonly p99Ms: number;
-  readonly cpuMsPerRequest: number;
   readonly peakRssMiB: number;
-  readonly best: Best;
-  /** Each round's req/s, in order. */
-  readonly roundsRequestsPerSecond: readonly number[];
-  readonly errors: number;
 }
 
 function summarise(name: string, runs: readonly Run[]): Summary {
   return {
-    name,
-    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    ...throughputOf(name, runs),
     p50Ms: median(runs.map((r) => r.p50Ms)),
     p99Ms: median(runs.map((r) => r.p99Ms)),
-    cpuMsPerRequest: median(runs.map((r) => r.cpuMsPerRequest)),
     peakRssMiB: Math.max(...runs.map((r) => r.maxRssMiB)),
-    best: bestOf(runs),
-    roundsRequestsPerSecond: runs.map((r) => r.requestsPerSecond),
-    errors: runs.reduce((sum, r) => sum + r.errors, 0),
   };
 }
 
@@ -257,20 +263,7 @@ async function main(): Promise<void> {
   if (!WRK_AVAILABLE) process.stderr.write('wrk not found (Debian: apt-get install wrk): measured with autocannon only\n');
   const summariesOf = new Map(on.map((o) => [o, all.map((s) => summarise(s.name, o.runs.get(s.name) ?? []))]));
   const wrkSummariesOf = new Map(
-    on.map((o) => [
-      o,
-      wrkScenarios.map((s): WrkSummary => {
-        const runs = o.wrkRuns.get(s.name) ?? [];
-        return {
-          name: s.name,
-          requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
-          cpuMsPerRequest: median(runs.map((r) => r.cpuMsPerRequest)),
-          best: bestOf(runs),
-          roundsRequestsPerSecond: runs.map((r) => r.requestsPerSecond),
-          errors: runs.reduce((sum, r) => sum + r.errors, 0),
-        };
-      }),
-    ]),
+    on.map((o) => [o, wrkScenarios.map((s): WrkSummary => throughputOf(s.name, o.wrkRuns.get(s.name) ?? []))]),
   );
 
   // Added latency at half of the proxy's own peak rate on that runtime (SOAP 1.1 Search), open loop in
@@ -589,7 +582,7 @@ interface Report {
   readonly acrossRuntimes: readonly Target[];
 }
 
-const roundsOf = (summary: Summary | WrkSummary): string => summary.roundsRequestsPerSecond.map((r) => Math.round(r)).join(' · ');
+const roundsOf = (summary: Throughput): string => summary.roundsRequestsPerSecond.map((r) => Math.round(r)).join(' · ');
 
 function wrkRows(summaries: readonly WrkSummary[], rounds: number): string[] {
   const [, facade] = summaries;
