@@ -15,8 +15,12 @@ declare module 'fastify' {
   }
 }
 
-/** Every request under the service path, and every other one too (a 404). */
-export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+/**
+ * Every request under the service path, and every other one too (a 404). It resolves to the reply:
+ * fastify then waits for the reply to end instead of sending it a second time, which it would do
+ * while the async onSend hook still holds a reply sent synchronously (a description page, a 404).
+ */
+export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
 /**
  * The service dispatcher (docs/wire.md §1): every request under the service path goes to the first
@@ -29,7 +33,7 @@ export function createDispatcher(
   serveCall: CallServer,
   serveDescription: DescriptionServer,
 ): Dispatcher {
-  return async (request, reply) => {
+  const route = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const url = requestTarget(request.url);
     const requested = servicePathOf(url.pathname, servicePath);
     if (requested === null) return send(reply, NOT_FOUND);
@@ -62,5 +66,9 @@ export function createDispatcher(
         ? errorPage(405, REQUEST_FORMAT_UNRECOGNIZED)
         : errorPage(500, urlUnexpectedlyEnding(percentDecode(pathInfo))),
     );
+  };
+  return async (request, reply) => {
+    await route(request, reply);
+    return reply;
   };
 }
