@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { PROCESS_KEY } from '../src/clients/process-key.js';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createShared, type Shared, type SharedLog } from '../src/redis/shared.js';
@@ -61,14 +62,16 @@ describe('without redis.url', () => {
 
 describe('hashOf, for key parts that hold an appKey', () => {
   const FLEET_KEY = `${'k'.repeat(32)}fleet`;
-  it('is an HMAC with deprecation.clientIdKey, the same on every instance given it, and a SHA-256 without one', () => {
+  it('is an HMAC with the fleet secret, the same on every instance given it, and never a plain SHA-256 (issue 27)', () => {
     const quiet = { warn: () => {}, info: () => {} };
     const keyed = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const again = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const unkeyed = createShared(settings(null), new Registry(), quiet);
     expect(keyed.hashOf('app-key-1')).toBe(createHmac('sha256', FLEET_KEY).update('app-key-1').digest('hex'));
     expect(again.hashOf('app-key-1')).toBe(keyed.hashOf('app-key-1'));
-    expect(unkeyed.hashOf('app-key-1')).toBe(createHash('sha256').update('app-key-1').digest('hex'));
+    // Without a secret the process's own random key: a plain SHA-256 of a 6-digit key is reversed in a second.
+    expect(unkeyed.hashOf('app-key-1')).toBe(createHmac('sha256', PROCESS_KEY).update('app-key-1').digest('hex'));
+    expect(unkeyed.hashOf('app-key-1')).not.toBe(createHash('sha256').update('app-key-1').digest('hex'));
   });
 });
 

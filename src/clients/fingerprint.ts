@@ -1,4 +1,5 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { PROCESS_KEY } from './process-key.js';
 
 /**
  * The fingerprint of every call without an apiKey, and so the client of those
@@ -6,13 +7,6 @@ import { createHmac, randomBytes } from 'node:crypto';
  * to give a configured client's name, though a client named by its address has it in its hits too.
  */
 export const ANONYMOUS = 'anonymous';
-
-/**
- * The fingerprint key of a process whose configuration names none (allowed outside production only):
- * random, so that no fingerprint is ever an unkeyed hash, which a search over likely apiKeys reverses
- * (a 6-digit key in under a second). Its fingerprints hold only for the life of the process.
- */
-const PROCESS_KEY = randomBytes(32).toString('hex');
 
 /** Names a caller without its key: an HMAC with `key` (deprecation.clientIdKey), else the process's own. */
 export function clientFingerprint(apiKey: string | null, key: string | null = null): string {

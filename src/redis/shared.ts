@@ -1,7 +1,9 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { Redis, ReplyError } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { PROCESS_KEY } from '../clients/process-key.js';
 import type { Config } from '../config/schema.js';
+import { createSeal, type Seal } from './seal.js';
 
 /**
  * The fleet's shared state (docs/fleet.md): one Redis connection for the page cache, the budget, the
@@ -26,13 +28,23 @@ export interface Shared {
   key(...parts: readonly string[]): string;
   /**
    * `text` (an appKey, a request that holds one) as a key part no one can check a guess against:
-   * an HMAC with `deprecation.clientIdKey`, which every instance of a fleet shares; a SHA-256 without one.
+   * an HMAC with the fleet's secret, which every instance shares; the process's own key without one.
    */
   hashOf(text: string): string;
+  /** Seals what is written to Redis and opens what is read back, with the same secret (src/redis/seal.ts). */
+  readonly seal: Seal;
+  /**
+   * A value read back from Redis that is not used: not sealed by this fleet (`forged`), or outside
+   * what the configuration allows now (`bounds`). Counted, and said at most once a minute.
+   */
+  refuse(use: SharedUse, reason: RefusedValue, key: string): void;
   close(): Promise<void>;
 }
 
 export type SharedUse = 'cache' | 'lock' | 'budget' | 'pageCounts' | 'ledger';
+
+/** Why a value read back from Redis was not used: see `Shared.refuse`. */
+export type RefusedValue = 'forged' | 'bounds';
 
 export interface SharedLog {
   warn(fields: object, message: string): void;
@@ -61,16 +73,22 @@ const TRIAL_INTERVAL_MS = 1000;
 /** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
 const reconnectDelayMs = (attempt: number): number => Math.min(50 * 2 ** attempt, 2000);
 
+/**
+ * `secret` is the fleet's (`redis.secret`, else `deprecation.clientIdKey`); without one, the process's
+ * own, which no other instance can read: each then keeps to values it wrote itself.
+ */
 export function createShared(config: Config['redis'], registry: Registry, log: SharedLog, secret: string | null = null): Shared {
-  const hashOf = (text: string): string =>
-    (secret === null ? createHash('sha256') : createHmac('sha256', secret)).update(text).digest('hex');
+  const key = secret ?? PROCESS_KEY;
+  const hashOf = (text: string): string => createHmac('sha256', key).update(text).digest('hex');
+  const seal = createSeal(key);
+  const refuse = refuser(registry, log);
   const fallbacks = new Counter({
     name: 'redis_fallbacks_total',
     help: 'Uses of the shared state that Redis could not serve (down, slow or failing), so this instance used its own state instead.',
     labelNames: ['use'],
     registers: [registry],
   });
-  if (config.url === null) return unshared(config.keyPrefix, hashOf);
+  if (config.url === null) return unshared(config.keyPrefix, hashOf, seal, refuse);
 
   let up = false;
   /** Whether an outage has been said (so that a recovery is said too). */
@@ -140,20 +158,47 @@ export function createShared(config: Config['redis'], registry: Registry, log: S
     },
     key: (...parts) => config.keyPrefix + parts.join(':'),
     hashOf,
+    seal,
+    refuse,
     async close() {
       redis.disconnect(false);
     },
   };
 }
 
-function unshared(keyPrefix: string, hashOf: (text: string) => string): Shared {
+function unshared(keyPrefix: string, hashOf: (text: string) => string, seal: Seal, refuse: Shared['refuse']): Shared {
   return {
     configured: false,
     available: () => false,
     run: async (_use, _command, fallback) => fallback(),
     key: (...parts) => keyPrefix + parts.join(':'),
     hashOf,
+    seal,
+    refuse,
     close: async () => {},
+  };
+}
+
+/** How often a refused value is said in the log: one who writes to Redis must not flood it. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
+
+function refuser(registry: Registry, log: SharedLog): Shared['refuse'] {
+  const refused = new Counter({
+    name: 'redis_values_refused_total',
+    help: 'Values read back from Redis and not used: not sealed by this fleet (forged, altered or moved), or outside what the configuration allows (bounds).',
+    labelNames: ['use', 'reason'],
+    registers: [registry],
+  });
+  let lastSaid = Number.NEGATIVE_INFINITY;
+  return (use, reason, key) => {
+    refused.inc({ use, reason });
+    const now = performance.now();
+    if (now - lastSaid < REFUSAL_LOG_INTERVAL_MS) return;
+    lastSaid = now;
+    log.warn(
+      { event: 'redis_value_refused', use, reason, key },
+      `A value read from Redis was refused (${reason}): it was not used. Something other than this fleet writes to Redis, or instances hold different secrets.`,
+    );
   };
 }
 
