@@ -109,7 +109,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       const soapEndpoint = servicePathOf(path, servicePath)?.length === path.length;
       if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, BAD_REQUEST));
       dispatch(request, reply).catch((err: unknown) => {
-        request.log.error({ err }, 'dispatch failed');
+        request.log.error({ event: 'dispatch_failed', err }, 'dispatch failed');
         if (!reply.sent) send(reply, errorPage(500, INTERNAL_ERROR));
       });
     },
@@ -119,7 +119,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     const known = error.code === undefined ? undefined : FASTIFY_ERROR_REPLIES[error.code];
     // fastify marks a request body that broke off (the client hung up while sending it) 400.
     const broken = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500;
-    if (!known && !broken) request.log.error({ err: error }, 'unhandled error');
+    if (!known && !broken) request.log.error({ event: 'unhandled_error', err: error }, 'unhandled error');
     send(reply, known ?? errorPage(broken ? (error.statusCode as number) : 500, broken ? REQUEST_FORMAT_UNRECOGNIZED : INTERNAL_ERROR));
   });
   fastify.addHook('onSend', async (request, reply) => addSignals(request, reply));

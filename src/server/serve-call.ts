@@ -85,7 +85,7 @@ export function createCallServer(path: CallPath): CallServer {
         remoteAddress,
         userAgent: request.headers['user-agent'] ?? null,
       });
-      if (hit.reason === 'internal') request.log.error({ err: outcome.failure }, 'legacy call failed unexpectedly');
+      if (hit.reason === 'internal') request.log.error({ event: 'call_failed', err: outcome.failure }, 'legacy call failed unexpectedly');
       hits.record(hit);
     };
 

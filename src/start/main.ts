@@ -369,7 +369,7 @@ export async function main(): Promise<void> {
       .then(
         () => process.exit(0),
         (err: unknown) => {
-          logger.error({ err }, 'error while stopping');
+          logger.error({ event: 'stop_failed', err }, 'error while stopping');
           process.exit(1);
         },
       );

@@ -1,0 +1,279 @@
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CALL_BINDINGS, legacyCall } from './support/calls.js';
+import { TEST_CLIENT_ID_KEY } from './support/config.js';
+import { OPERATIONS, SERVICE_NAMESPACE, SOAP11_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
+
+/**
+ * The log of the built proxy as an operator reads it (issue 28): a normal day of calls, description
+ * pages, faults, probes and operator endpoints writes no line at warn or above but those that
+ * docs/operating.md lists for the case, and no line anywhere holds an apiKey a caller sent, however
+ * it was sent (query, form, envelope, header).
+ */
+
+const ROOT = join(import.meta.dirname, '..');
+const MAIN = join(ROOT, 'dist', 'src', 'bin', 'start.js');
+
+/** A key no other text in a log holds by chance, sent by every request below. */
+const KEY = 'Zq7LeakCanaryKey41';
+/** How a log line could spell it: as sent, in another case, %-escaped. */
+const KEY_SPELLINGS = [KEY, KEY.toLowerCase(), KEY.toUpperCase(), [...KEY].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')];
+
+const LEVELS: Readonly<Record<string, number>> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+
+/** The events docs/operating.md lists under "### Log events", with their level. */
+function documentedEvents(): Map<string, string> {
+  const operating = readFileSync(join(ROOT, 'docs', 'operating.md'), 'utf8');
+  const section = /^### Log events\n([\s\S]*?)(?=^##)/m.exec(operating)?.[1];
+  if (section === undefined) throw new Error('docs/operating.md has no "### Log events" section');
+  const events = new Map<string, string>();
+  // A row may name several events, with one level for all or one level each.
+  for (const [, names, levels] of section.matchAll(/^\| (`[a-z_]+`(?:, `[a-z_]+`)*) \| ([a-z, ]+) \|/gm)) {
+    const levelList = (levels as string).split(', ');
+    const named = [...(names as string).matchAll(/`([a-z_]+)`/g)].map((match) => match[1] as string);
+    for (const [at, name] of named.entries()) events.set(name, levelList[at] ?? (levelList[0] as string));
+  }
+  return events;
+}
+
+interface Proxy {
+  readonly url: string;
+  readonly adminUrl: string;
+  /** Every line written so far, parsed. */
+  readonly lines: Record<string, unknown>[];
+  readonly raw: string[];
+  stop(): Promise<void>;
+}
+
+async function startBuilt(env: NodeJS.ProcessEnv): Promise<Proxy> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const raw: string[] = [];
+  const lines: Record<string, unknown>[] = [];
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const addresses = new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
+    let url: string | undefined;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      raw.push(line);
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      lines.push(entry);
+      if (entry.event === 'listening') url = String(entry.address);
+      if (entry.event === 'admin_listening' && url !== undefined) resolve({ url, adminUrl: String(entry.address) });
+    });
+    exited.then(() => reject(new Error(`the proxy exited before listening: ${stderr}`)));
+  });
+  const { url, adminUrl } = await addresses;
+  return {
+    url,
+    adminUrl,
+    lines,
+    raw,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Lines at warn or above, as `event` (or the message of a line without one). */
+function loudEvents(lines: readonly Record<string, unknown>[]): string[] {
+  return lines.filter((line) => (LEVELS[String(line.level)] ?? 0) >= LEVELS.warn!).map((line) => String(line.event ?? line.msg));
+}
+
+const PARAMS: Readonly<Record<(typeof OPERATIONS)[number], Record<string, string>>> = {
+  StoreLookup: { storeId: 'spayneuter' },
+  StoreLookupPaged: { storeId: 'spayneuter', pageIndex: '0', pageSize: '10' },
+  ProductLookup: { productNumber: '30003308' },
+  Search: { query: 'dog' },
+  AdvancedSearch: { query: 'dog', productTypes: 'Mug', startResults: '0', maxResults: '10', sort: 'by-date-desc' },
+};
+
+/** A SOAP 1.1 request of `op` with this body. */
+function soap(body: string, op = 'Search'): RequestInit {
+  return {
+    method: 'POST',
+    headers: { 'content-type': XML_CONTENT_TYPE, soapaction: `"${SERVICE_NAMESPACE}${op}"` },
+    body: `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body>${body}</soap:Body></soap:Envelope>`,
+  };
+}
+
+/** Headers where a caller, or a gateway in front of it, may put a key. */
+const KEY_HEADERS = { 'x-api-key': KEY, authorization: `Bearer ${KEY}`, apikey: KEY };
+
+describe.sequential('the log of a normal day', () => {
+  let proxy: Proxy;
+  const documented = documentedEvents();
+
+  beforeAll(async () => {
+    proxy = await startBuilt({ CLIENT_ID_KEY: TEST_CLIENT_ID_KEY });
+  });
+  afterAll(async () => {
+    await proxy?.stop();
+    // The stop's own lines are part of the day too.
+    expect(proxy.raw.filter((line) => KEY_SPELLINGS.some((spelling) => line.includes(spelling)))).toEqual([]);
+  });
+
+  /** Lines written while `run` ran, once the hits of its calls are in. */
+  async function linesOf(run: () => Promise<void>): Promise<{ loud: string[]; raw: string[] }> {
+    const from = proxy.lines.length;
+    await run();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { loud: loudEvents(proxy.lines.slice(from)), raw: proxy.raw.slice(from) };
+  }
+
+  function expectClean({ loud, raw }: { loud: string[]; raw: string[] }, allowed: readonly string[] = []): void {
+    for (const event of allowed) expect(documented.get(event), `${event} in docs/operating.md's log events`).toMatch(/^(warn|error)$/);
+    expect(loud.filter((event) => !allowed.includes(event))).toEqual([]);
+    expect(raw.filter((line) => KEY_SPELLINGS.some((spelling) => line.includes(spelling)))).toEqual([]);
+  }
+
+  it('starts saying only that the demo upstream is in use', () => {
+    expectClean({ loud: loudEvents(proxy.lines), raw: proxy.raw }, ['demo_upstream']);
+  });
+
+  it('serves every operation over every binding, the key in the call and in headers, with no warning and no key', async () => {
+    const seen = await linesOf(async () => {
+      for (const op of OPERATIONS) {
+        for (const binding of CALL_BINDINGS) {
+          const response = await legacyCall(proxy.url, binding, op, { ...PARAMS[op], apiKey: KEY }, KEY_HEADERS);
+          expect(response.status, `${op} over ${binding}`).toBe(200);
+          await response.arrayBuffer();
+        }
+      }
+    });
+    expectClean(seen);
+    expect(seen.raw.filter((line) => line.includes('"event":"deprecated_call"'))).toHaveLength(20);
+  });
+
+  it('answers each description page once, with the key in its query, with no warning and no key', async () => {
+    const seen = await linesOf(async () => {
+      for (const query of ['?WSDL', '?wsdl', '?disco', '', '?op=Search', '?op=StoreLookupPaged']) {
+        const separator = query === '' ? '?' : '&';
+        const response = await fetch(`${proxy.url}/index.asmx${query}${separator}apiKey=${KEY}&APIKEY=${KEY}`, { headers: KEY_HEADERS });
+        expect(response.status, query).toBe(200);
+        await response.arrayBuffer();
+      }
+    });
+    expectClean(seen);
+  });
+
+  it('answers the documented faults and errors with no warning and no key', async () => {
+    const seen = await linesOf(async () => {
+      const requests: [string, RequestInit][] = [
+        // Not found, an unknown method, the wrong HTTP method, each with the key in the URL.
+        [`/nope?apiKey=${KEY}`, {}],
+        [`/index.asmx/Nope?apiKey=${KEY}`, {}],
+        [`/index.asmx/Search?query=dog&apiKey=${KEY}`, { method: 'PUT' }],
+        // A bad int, an unknown product type, a missing store.
+        [`/index.asmx/StoreLookupPaged?storeId=x&pageIndex=abc&pageSize=1&apiKey=${KEY}`, {}],
+        [`/index.asmx/AdvancedSearch?query=dog&productTypes=Hovercraft&startResults=0&maxResults=1&sort=&apiKey=${KEY}`, {}],
+        // Envelopes: malformed around the key, a key in a SOAP header, a DTD, an unknown operation.
+        ['/index.asmx', soap(`<Search xmlns="${SERVICE_NAMESPACE}"><apiKey>${KEY}</apiKey><query>dog</query></Search`)],
+        ['/index.asmx', soap(`<Search xmlns="${SERVICE_NAMESPACE}"><apiKey>${KEY}</apiKey><query>dog<query></Search>`)],
+        [
+          '/index.asmx',
+          soap(
+            `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId>x</storeId><pageIndex>${KEY}</pageIndex><apiKey>${KEY}</apiKey></StoreLookupPaged>`,
+            'StoreLookupPaged',
+          ),
+        ],
+        ['/index.asmx', soap(`<Nope xmlns="${SERVICE_NAMESPACE}"><apiKey>${KEY}</apiKey></Nope>`, 'Nope')],
+        [
+          '/index.asmx',
+          {
+            ...soap(''),
+            body: `<!DOCTYPE x [<!ENTITY k "${KEY}">]><soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body>&k;</soap:Body></soap:Envelope>`,
+          },
+        ],
+        // A form that is not one.
+        ['/index.asmx/Search', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: `apiKey=${KEY}` }],
+      ];
+      for (const [path, init] of requests) {
+        const response = await fetch(`${proxy.url}${path}`, {
+          ...init,
+          headers: { ...KEY_HEADERS, ...(init.headers as Record<string, string>) },
+        });
+        expect(response.status, path).toBeGreaterThanOrEqual(400);
+        await response.arrayBuffer();
+      }
+    });
+    expectClean(seen);
+  });
+
+  it('answers the probes and the operator endpoints with no warning and no key', async () => {
+    const seen = await linesOf(async () => {
+      for (const url of [
+        `${proxy.url}/healthz`,
+        `${proxy.url}/readyz`,
+        `${proxy.adminUrl}/healthz`,
+        `${proxy.adminUrl}/readyz`,
+        `${proxy.adminUrl}/metrics`,
+        `${proxy.adminUrl}/ledger?apiKey=${KEY}`,
+        `${proxy.adminUrl}/ledger?limit=abc`,
+      ]) {
+        const response = await fetch(url, { headers: KEY_HEADERS });
+        expect(response.status, url).toBeLessThan(500);
+        const body = await response.text();
+        expect(body, url).not.toContain(KEY);
+      }
+    });
+    expectClean(seen);
+  });
+});
+
+describe('the log of a bad day', () => {
+  it('says an unreachable upstream as upstream_failure, each line without the key', async () => {
+    const proxy = await startBuilt({ CLIENT_ID_KEY: TEST_CLIENT_ID_KEY, UPSTREAM_URL: 'http://127.0.0.1:9/api' });
+    try {
+      const from = proxy.lines.length;
+      for (const binding of CALL_BINDINGS) {
+        const response = await legacyCall(proxy.url, binding, 'Search', { query: 'dog', apiKey: KEY }, KEY_HEADERS);
+        expect(response.status).toBe(500);
+        await response.arrayBuffer();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const loud = loudEvents(proxy.lines.slice(from));
+      expect(new Set(loud)).toEqual(new Set(['upstream_failure']));
+      expect(documentedEvents().get('upstream_failure')).toBe('warn');
+    } finally {
+      await proxy.stop();
+    }
+    expect(proxy.raw.filter((line) => KEY_SPELLINGS.some((spelling) => line.includes(spelling)))).toEqual([]);
+  });
+
+  it('says a missing fleet key at start, and nothing else, without CLIENT_ID_KEY', async () => {
+    const proxy = await startBuilt({});
+    await proxy.stop();
+    const loud = loudEvents(proxy.lines);
+    expect(loud).toEqual(['demo_upstream', 'client_id_key']);
+    expect(documentedEvents().get('client_id_key')).toBe('warn');
+  });
+});
+
+describe('docs/operating.md, Log events', () => {
+  it('lists every event the proxy logs, at the level it logs it', () => {
+    const documented = documentedEvents();
+    const files = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'));
+    const logged = new Map<string, string>();
+    for (const file of files) {
+      const source = readFileSync(join(ROOT, 'src', file), 'utf8');
+      for (const [, level, event] of source.matchAll(
+        /\.(trace|debug|info|warn|error|fatal)\(\s*\{\s*(?:[a-z]+(?:: [^,]+)?, )?event: '([a-z_]+)'/g,
+      ))
+        logged.set(event as string, level as string);
+    }
+    expect(logged.size).toBeGreaterThan(15);
+    for (const [event, level] of logged) {
+      expect(documented.has(event), `${event} in docs/operating.md`).toBe(true);
+      // An event logged at two levels lists the lower first (config_reloaded: info, warn with a restart to make).
+      if (documented.get(event) !== level) expect(`${event}: ${level}`).toMatch(/^(config_reloaded|redis_recovered): /);
+    }
+  });
+});
