@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../src/demo/catalog.js';
-import type { Running } from '../src/start/main.js';
 import { parseXml } from '../src/xml/parse.js';
-import { STORE_PAGE_SIZE, demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
+import { STORE_PAGE_SIZE, demoCatalog, requireClient, skipClientSuite, pairLogProblems, startProxyPair } from './support/clients.js';
+import type { TestProxy } from './support/proxy.js';
 import { ampersandProduct, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
 import {
   NO_SUCH_STORE_FAULT,
@@ -181,9 +181,9 @@ const WINDOW = { start: 3, max: 5 };
 /** Markup, quotes and non-ASCII text in a string parameter, to see the proxy's encoding decoded right. */
 const AWKWARD_QUERY = 'café & <dog> "naïve" ☃';
 
-let proxy: Running | undefined;
+let proxy: TestProxy | undefined;
 /** A second proxy whose upstream refuses connections. */
-let unreachable: Running | undefined;
+let unreachable: TestProxy | undefined;
 let catalog: Catalog;
 /** Search 'dog' and the awkward query as the proxy's own HTTP GET binding answers them. */
 let httpSearchDog: ResultSet;
@@ -199,6 +199,7 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
 
   afterAll(async () => {
     await Promise.all([proxy?.stop(), unreachable?.stop()]);
+    expect(pairLogProblems({ proxy, unreachable }, [])).toEqual([]);
   });
 
   describe.each(VERSIONS)('SOAP $version', (version) => {

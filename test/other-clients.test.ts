@@ -3,10 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../src/demo/catalog.js';
-import type { Running } from '../src/start/main.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, type XmlElement } from '../src/xml/tree.js';
-import { demoCatalog, requireClient, skipClientSuite, startProxyPair } from './support/clients.js';
+import { demoCatalog, requireClient, skipClientSuite, pairLogProblems, startProxyPair } from './support/clients.js';
+import type { TestProxy } from './support/proxy.js';
 import { ampersandProduct, childNamed, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
 import {
   NO_SUCH_STORE_FAULT,
@@ -196,9 +196,9 @@ function expectRequestInVersion(record: CallRecord, version: SoapVersionCase, cl
 
 // --- The tests -----------------------------------------------------------------------------------------
 
-let proxy: Running;
+let proxy: TestProxy;
 /** A second proxy whose upstream refuses connections. */
-let unreachable: Running;
+let unreachable: TestProxy;
 let catalog: Catalog;
 /** The media ids of Search 'dog' as the proxy's own HTTP GET binding returns them. */
 let httpSearchDog: ResultSet;
@@ -211,6 +211,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([proxy?.stop(), unreachable?.stop()]);
+  expect(pairLogProblems({ proxy, unreachable }, ['other-clients-test'])).toEqual([]);
 });
 
 const PAGE = { pageIndex: 2, pageSize: 100 }; // items 200–299: across the first upstream store page (256)

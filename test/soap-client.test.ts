@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as soap from 'soap';
 import type { Catalog, Design, Product } from '../src/demo/catalog.js';
-import type { Running } from '../src/start/main.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, type XmlElement } from '../src/xml/tree.js';
-import { STORE_PAGE_SIZE, demoCatalog, startProxyPair } from './support/clients.js';
+import { STORE_PAGE_SIZE, demoCatalog, pairLogProblems, startProxyPair } from './support/clients.js';
+import type { TestProxy } from './support/proxy.js';
 import {
   ampersandProduct,
   childNamed,
@@ -301,9 +301,9 @@ function expectCounters(set: ResultSet, counters: { offset: number; length: numb
 
 // --- The tests ---------------------------------------------------------------------------------------
 
-let proxy: Running;
+let proxy: TestProxy;
 /** A second proxy whose upstream refuses connections. */
-let unreachable: Running;
+let unreachable: TestProxy;
 let catalog: Catalog;
 
 beforeAll(async () => {
@@ -313,6 +313,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([proxy?.stop(), unreachable?.stop()]);
+  expect(pairLogProblems({ proxy, unreachable }, ['soap-client-test'])).toEqual([]);
 });
 
 describe.each(VERSIONS)('the soap package as a client, $name', (version) => {

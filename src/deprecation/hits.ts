@@ -234,8 +234,18 @@ export function createHitRecorder(
     observeUpstream(outcome) {
       upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.durationMs / 1000);
       // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.
-      if (outcome.outcome !== 'ok' && outcome.outcome !== 'cancelled')
-        log.warn({ event: 'upstream_failure', ...outcome }, `upstream ${outcome.path}: ${outcome.outcome}`);
+      if (outcome.outcome === 'ok' || outcome.outcome === 'cancelled') return;
+      const fields = { event: 'upstream_failure', ...outcome };
+      const message = `upstream ${outcome.path}: ${outcome.outcome}`;
+      // A caller's own mistake answered by the upstream (a store not found, a key refused) is a normal
+      // day's: said at info, so that a warning means the upstream or the network.
+      if (answeredCallerError(outcome)) log.info(fields, message);
+      else log.warn(fields, message);
     },
   };
+}
+
+/** A 4xx the upstream answered with one of its error documents: about the request, not the upstream's health. */
+function answeredCallerError({ outcome, code, status }: UpstreamOutcome): boolean {
+  return outcome === 'upstream_status' && code === 'error_document' && status !== null && status < 500;
 }

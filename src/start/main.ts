@@ -1,7 +1,7 @@
 import { constants, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { destination, pino, stdSerializers, stdTimeFunctions, type Logger } from 'pino';
+import { destination, pino, stdSerializers, stdTimeFunctions, type DestinationStream, type Logger } from 'pino';
 import { checkProduction, loadConfig } from '../config/load.js';
 import { ConfigError, redactUrl } from '../config/problems.js';
 import type { Config } from '../config/schema.js';
@@ -297,7 +297,7 @@ function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException
  * redaction, because text the proxy does not write itself reaches them too (fastify's own warnings
  * quote the request URL, query string and apiKey included; an error may quote a body).
  */
-export function createOperatorLogger(level: Config['log']['level']): Logger {
+export function createOperatorLogger(level: Config['log']['level'], to: DestinationStream = lineStream(1)): Logger {
   return pino(
     {
       level,
@@ -315,7 +315,7 @@ export function createOperatorLogger(level: Config['log']['level']): Logger {
         },
       },
     },
-    lineStream(1),
+    to,
   );
 }
 

@@ -1,5 +1,7 @@
 import type { Catalog } from '../../src/demo/catalog.js';
 import type { Running } from '../../src/start/main.js';
+import { logProblems } from './log-check.js';
+import type { TestProxy } from './proxy.js';
 import { startProxy, startUnreachableProxy } from './proxy.js';
 
 /**
@@ -36,15 +38,27 @@ export function requireClient(available: boolean | undefined, missing: string): 
 
 export interface ProxyPair {
   /** The product with its embedded demo upstream. */
-  readonly proxy: Running;
+  readonly proxy: TestProxy;
   /** A second proxy whose upstream refuses connections. */
-  readonly unreachable: Running;
+  readonly unreachable: TestProxy;
 }
 
 /** Starts both proxies side by side; whoever assigns them stops them (`proxy.stop()`, `unreachable.stop()`). */
 export async function startProxyPair(): Promise<ProxyPair> {
   const [proxy, unreachable] = await Promise.all([startProxy(), startUnreachableProxy()]);
   return { proxy, unreachable };
+}
+
+/**
+ * What the pair logged while real clients called it (issue 28): nothing at warn or above but the
+ * start-up lines of a test configuration and, behind the refusing upstream, its failures; no line that
+ * spells one of `keys`. Empty when clean.
+ */
+export function pairLogProblems({ proxy, unreachable }: Partial<ProxyPair>, keys: readonly string[]): string[] {
+  return [
+    ...logProblems(proxy?.log ?? [], keys, ['demo_upstream', 'client_id_key']),
+    ...logProblems(unreachable?.log ?? [], keys, ['client_id_key', 'upstream_failure']),
+  ];
 }
 
 /** The catalog behind `proxy`'s demo upstream, which the client results are checked against. */
