@@ -26,7 +26,7 @@ import { loadCompactPass } from '../xml/compact.js';
 import { createDescriptionServer } from './descriptions.js';
 import { createDispatcher } from './dispatcher.js';
 import { createHealth, type Health } from './health.js';
-import { requestTarget, send, servicePathOf } from './http.js';
+import { send, targetReader } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
 import { createCallServer, type CallServer } from './serve-call.js';
 import { createReloader, reloadRoute, type Reloader } from './reload.js';
@@ -73,6 +73,7 @@ const FASTIFY_ERROR_REPLIES: Readonly<Record<string, Reply>> = {
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<App> {
   loadCompactPass();
   const { servicePath, trustProxy } = config.server;
+  const targetOf = targetReader(servicePath);
   /** The configuration new calls get, and what the call path made of it (below). */
   let running = config;
   let callPath: CallPathOf;
@@ -105,8 +106,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     frameworkErrors: (_error, request, reply) => {
       addSignals(request, reply);
       request.sentContentType = request.headers['content-type'];
-      const path = requestTarget(request.url).pathname;
-      const soapEndpoint = servicePathOf(path, servicePath)?.length === path.length;
+      const target = targetOf(request);
+      const soapEndpoint = target.servicePath?.length === target.pathname.length;
       if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, BAD_REQUEST));
       dispatch(request, reply).catch((err: unknown) => {
         request.log.error({ event: 'dispatch_failed', err }, 'dispatch failed');
@@ -186,7 +187,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         cache: current.cache.enabled ? cache : null,
         linkFor: deprecationSignals(current).linkFor,
       }),
-      addSignals: createSignalAdder(current, servicePath),
+      addSignals: createSignalAdder(current, targetOf),
     };
   };
   callPath = callPathFor(config);
@@ -199,7 +200,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   };
   const reloadFromSource = createReloader(deps.configSource ?? (() => config), reload, fastify.log);
   const serveDescription = createDescriptionServer(config.server, config.service, config.paging.profiles);
-  const dispatch = createDispatcher(servicePath, callBindings(config.service), serveCall, serveDescription);
+  const dispatch = createDispatcher(targetOf, callBindings(config.service), serveCall, serveDescription);
 
   const admin =
     config.server.adminPort === null
@@ -247,6 +248,7 @@ function readBodiesAsBytes(fastify: FastifyInstance): void {
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   fastify.decorateRequest('sentContentType', undefined);
+  fastify.decorateRequest('serviceTarget', undefined);
   fastify.addHook('onRequest', async (request) => {
     request.sentContentType = request.headers['content-type'];
     request.raw.headers['content-type'] = 'application/octet-stream';

@@ -5,7 +5,8 @@ import { descriptionAccepts } from '../inbound/description/describe.js';
 import { NOT_FOUND, errorPage } from '../inbound/reply.js';
 import { REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';
 import type { DescriptionServer } from './descriptions.js';
-import { requestTarget, send, servicePathOf } from './http.js';
+import type { RequestTarget } from './http.js';
+import { send } from './http.js';
 import type { CallServer } from './serve-call.js';
 
 declare module 'fastify' {
@@ -28,14 +29,14 @@ export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => Promi
  * service descriptions; when none takes it, the descriptions' reply decides between 405 and 500.
  */
 export function createDispatcher(
-  servicePath: string,
+  targetOf: (request: FastifyRequest) => RequestTarget,
   bindings: readonly Binding[],
   serveCall: CallServer,
   serveDescription: DescriptionServer,
 ): Dispatcher {
   const route = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const url = requestTarget(request.url);
-    const requested = servicePathOf(url.pathname, servicePath);
+    const url = targetOf(request);
+    const requested = url.servicePath;
     if (requested === null) return send(reply, NOT_FOUND);
     const pathInfo = url.pathname.slice(requested.length);
     const { method } = request;

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Reply } from '../inbound/reply.js';
 import { giveBack } from '../xml/pool.js';
 
@@ -13,34 +13,34 @@ export function send(to: FastifyReply, reply: Reply): void {
   to.send(body);
 }
 
-/** What the front reads of a request target: its path and its query string (with the `?`, or empty). */
+/**
+ * Where a request goes, decided once as it arrives (the dispatcher, the deprecation signals and the
+ * error path read the decision): its path normalised as IIS does (`.` and `..` segments resolved), its
+ * query string (with the `?`, or empty), and the service path as the request spelled it, or null
+ * when the request is not for the service.
+ */
 export interface RequestTarget {
   readonly pathname: string;
   readonly search: string;
+  readonly servicePath: string | null;
 }
 
-/** Targets already read: a call reads its own up to three times, and most calls send the same one. */
-const targets = new Map<string, RequestTarget>();
-const MAX_TARGETS = 256;
-/** Longer targets are read each time: the memory holds at most MAX_TARGETS of this length. */
-const MAX_TARGET_LENGTH = 1024;
-
-/**
- * The request target's path and query, the path normalised as IIS does (`.` and `..` segments
- * resolved). A target no URL parser accepts (an absolute form such as `http://[x`) is outside the
- * service.
- */
-export function requestTarget(target: string): RequestTarget {
-  let read = targets.get(target);
-  if (read === undefined) {
-    const { pathname, search } = parsedTarget(target);
-    read = { pathname, search };
-    if (target.length > MAX_TARGET_LENGTH) return read;
-    // Query strings vary without end (HTTP GET calls): the memory is dropped whole when full.
-    if (targets.size === MAX_TARGETS) targets.clear();
-    targets.set(target, read);
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by `targetReader`'s reader, the first time anything asks. */
+    serviceTarget: RequestTarget | undefined;
   }
-  return read;
+}
+
+/** `targetOf` for a service at `servicePath`: each request's target is read once and kept on the request. */
+export function targetReader(servicePath: string): (request: FastifyRequest) => RequestTarget {
+  return (request) => {
+    if (request.serviceTarget !== undefined) return request.serviceTarget;
+    // A target no URL parser accepts (an absolute form such as `http://[x`) is outside the service.
+    const { pathname, search } = parsedTarget(request.url);
+    request.serviceTarget = { pathname, search, servicePath: servicePathOf(pathname, servicePath) };
+    return request.serviceTarget;
+  };
 }
 
 function parsedTarget(target: string): URL {
@@ -52,7 +52,7 @@ function parsedTarget(target: string): URL {
 }
 
 /** The service path as the request spelled it (IIS matches it in any case), or null if not ours. */
-export function servicePathOf(pathname: string, servicePath: string): string | null {
+function servicePathOf(pathname: string, servicePath: string): string | null {
   const lower = pathname.toLowerCase();
   const path = servicePath.toLowerCase();
   if (lower === path || lower.startsWith(`${path}/`)) return pathname.slice(0, path.length);

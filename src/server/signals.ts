@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.js';
 import { deprecationSignals } from '../deprecation/headers.js';
-import { requestTarget, servicePathOf } from './http.js';
+import type { RequestTarget } from './http.js';
 
 /**
  * Deprecation, Sunset and Link on every reply from the service path (docs/wire.md §9), fastify's own
@@ -10,12 +10,15 @@ import { requestTarget, servicePathOf } from './http.js';
  */
 export type SignalAdder = (request: FastifyRequest, reply: FastifyReply) => void;
 
-export function createSignalAdder(config: Pick<Config, 'deprecation' | 'upstream'>, servicePath: string): SignalAdder {
+export function createSignalAdder(
+  config: Pick<Config, 'deprecation' | 'upstream'>,
+  targetOf: (request: FastifyRequest) => RequestTarget,
+): SignalAdder {
   const { headers } = deprecationSignals(config);
   const { link, ...always } = headers;
   return (request, reply) => {
-    // The same path test as the dispatcher's (after URL normalisation: `/x/../index.asmx` is served).
-    if (servicePathOf(requestTarget(request.url).pathname, servicePath) === null) return;
+    // The dispatcher's decision (after URL normalisation: `/x/../index.asmx` is served).
+    if (targetOf(request).servicePath === null) return;
     reply.headers(always);
     if (link !== undefined && !reply.hasHeader('link')) reply.header('link', link);
   };
