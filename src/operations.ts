@@ -355,14 +355,25 @@ export function soapAction(namespace: string, op: OperationSpec): string {
 
 // --- Calls -----------------------------------------------------------------------------------------
 
-/** One call of a legacy operation, whatever binding it came in on; `args` holds every parameter. */
+/** What every call says about its caller: its apiKey (for the upstream and the caller's name) and version. */
+export interface Credentials {
+  readonly apiKey: string | null;
+  readonly version: string | null;
+}
+
+/**
+ * One call of a legacy operation, whatever binding it came in on; `args` holds every parameter, and
+ * `credentials` what the call says of its caller, read once from them as the call is made.
+ */
 export interface LegacyCall {
   readonly operation: OperationSpec;
   readonly args: Readonly<Record<string, ArgValue>>;
+  readonly credentials: Credentials;
 }
 
-/** What every call says about its caller, for the deprecation hit. */
-export function credentialsOf(call: LegacyCall): { readonly apiKey: string | null; readonly version: string | null } {
-  const { apiKey, version } = call.args;
-  return { apiKey: typeof apiKey === 'string' ? apiKey : null, version: typeof version === 'string' ? version : null };
+/** The call of `operation` with `args`, as a binding read them. */
+export function legacyCall(operation: OperationSpec, args: Readonly<Record<string, ArgValue>>): LegacyCall {
+  const { apiKey, version } = args;
+  const credentials = { apiKey: typeof apiKey === 'string' ? apiKey : null, version: typeof version === 'string' ? version : null };
+  return { operation, args, credentials };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findOperation, type LegacyCall } from '../src/operations.js';
+import { findOperation, legacyCall, type LegacyCall } from '../src/operations.js';
 import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort } from '../src/translate/mapping.js';
 import { planOf, translateContext } from '../src/translate/plan.js';
 import { testConfig } from './support/config.js';
@@ -98,7 +98,7 @@ describe('apiKey → appKey (docs/upstream.md §11.6)', () => {
 
 describe('the planned upstream requests', () => {
   const planner = { plan: (legacyCall: LegacyCall) => planOf(legacyCall, translateContext(config)) };
-  const call = (name: string, args: LegacyCall['args']): LegacyCall => ({ operation: findOperation(name)!, args });
+  const call = (name: string, args: LegacyCall['args']): LegacyCall => legacyCall(findOperation(name)!, args);
 
   it('Search: query, appKey and v', () => {
     expect(planner.plan(call('Search', { query: 'dog', apiKey: 'K', version: '1.0' }))).toEqual({

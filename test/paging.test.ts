@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { LegacyCall } from '../src/operations.js';
-import { findOperation } from '../src/operations.js';
+import { findOperation, legacyCall } from '../src/operations.js';
 import { createCallAnswerer } from './support/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { planPages } from '../src/translate/paging.js';
@@ -66,7 +66,7 @@ const advancedSearch = findOperation('AdvancedSearch')!;
 const storeLookupPaged = findOperation('StoreLookupPaged')!;
 
 function advancedSearchCall(startResults: string | null, maxResults: string | null): LegacyCall {
-  return { operation: advancedSearch, args: { query: 'dog', startResults, maxResults } };
+  return legacyCall(advancedSearch, { query: 'dog', startResults, maxResults });
 }
 
 describe('AdvancedSearch windows, end to end through the planner and assembler', () => {
@@ -141,10 +141,8 @@ describe('AdvancedSearch windows, end to end through the planner and assembler',
 
 describe('StoreLookupPaged', () => {
   const profile = STORE_PAGES;
-  const call = (pageIndex: number, pageSize: number): LegacyCall => ({
-    operation: storeLookupPaged,
-    args: { storeId: 'cybersprocket', pageIndex, pageSize },
-  });
+  const call = (pageIndex: number, pageSize: number): LegacyCall =>
+    legacyCall(storeLookupPaged, { storeId: 'cybersprocket', pageIndex, pageSize });
 
   it('fetches exactly the page named, legacy base 0', async () => {
     const upstream = pagedUpstream(1000, profile);
@@ -178,7 +176,7 @@ describe('StoreLookupPaged', () => {
 
 describe('StoreLookup', () => {
   const profile = STORE_PAGES;
-  const call: LegacyCall = { operation: findOperation('StoreLookup')!, args: { storeId: 'cybersprocket' } };
+  const call: LegacyCall = legacyCall(findOperation('StoreLookup')!, { storeId: 'cybersprocket' });
 
   it.each([0, 1, 255, 256, 257, 700])('returns all %i items of the store in order', async (total) => {
     const upstream = pagedUpstream(total, profile);
@@ -230,7 +228,7 @@ describe('windows a translator asks for', () => {
 });
 
 describe('StoreLookup round trips', () => {
-  const call: LegacyCall = { operation: findOperation('StoreLookup')!, args: { storeId: 'cybersprocket' } };
+  const call: LegacyCall = legacyCall(findOperation('StoreLookup')!, { storeId: 'cybersprocket' });
   const config = testConfig({ paging: { storeLookupPageSize: 10 } });
 
   /**

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
-import { findOperation } from '../src/operations.js';
+import { findOperation, legacyCall } from '../src/operations.js';
 import { createCallAnswerer } from './support/call.js';
 import { treeOf } from '../src/xml/compact.js';
 import { errorPage } from '../src/inbound/reply.js';
@@ -125,7 +125,7 @@ describe('cancellation', () => {
         return inner.fetch(request);
       },
     };
-    const call = { operation: findOperation('AdvancedSearch')!, args: { query: 'x', startResults: '0', maxResults: '1000' } };
+    const call = legacyCall(findOperation('AdvancedSearch')!, { query: 'x', startResults: '0', maxResults: '1000' });
     await expect(createCallAnswerer(config)(call, failing)).rejects.toThrow('first page failed');
     // Long enough for the page in flight to finish and, were cancellation broken, for more to start.
     await pause(100);
@@ -280,7 +280,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         );
       },
     };
-    await expect(createCallAnswerer(testConfig())({ operation: store, args: { storeId: 's' } }, capped)).rejects.toMatchObject({
+    await expect(createCallAnswerer(testConfig())(legacyCall(store, { storeId: 's' }), capped)).rejects.toMatchObject({
       reason: 'upstream_invalid',
       message: 'The upstream page at item 0 has startResult 0 and 50 items of 256.',
     });
@@ -294,7 +294,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
       },
     };
     const result = treeOf(
-      await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))({ operation: store, args: { storeId: 's' } }, growing),
+      await createCallAnswerer(testConfig({ upstream: { maxConcurrentPages: 1 } }))(legacyCall(store, { storeId: 's' }), growing),
     );
     expect(result.attributes.find((a) => a.name === 'resultLength')?.value).toBe('602');
   });
@@ -316,7 +316,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
     ['StoreLookupPaged', { storeId: 's', pageIndex: 0, pageSize: 80 }, STORE_PAGES],
     ['AdvancedSearch', { startResults: '0', maxResults: '80' }, SEARCH_PAGES],
   ])('%s: an upstream that caps its pages below the size asked for is a fault, not a truncated window', async (name, args, naming) => {
-    const call = { operation: findOperation(name)!, args };
+    const call = legacyCall(findOperation(name)!, args);
     await expect(createCallAnswerer(testConfig())(call, cappedAt50(naming))).rejects.toMatchObject({
       reason: 'upstream_invalid',
       message:
@@ -325,7 +325,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
   });
 
   it('a short last page is fine where the list ends', async () => {
-    const call = { operation: findOperation('AdvancedSearch')!, args: { startResults: '980', maxResults: '40' } };
+    const call = legacyCall(findOperation('AdvancedSearch')!, { startResults: '980', maxResults: '40' });
     expect(itemIds(treeOf(await createCallAnswerer(testConfig())(call, cappedAt50(SEARCH_PAGES))))).toEqual(range(980, 1000));
   });
 
@@ -335,7 +335,7 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
         return parseXml(pageDocument(1000, new Map(request.params), SEARCH_PAGES).replace(/startResult="\d+"/, 'startResult="0"'));
       },
     };
-    const call = { operation: findOperation('AdvancedSearch')!, args: { startResults: '300', maxResults: '10' } };
+    const call = legacyCall(findOperation('AdvancedSearch')!, { startResults: '300', maxResults: '10' });
     await expect(createCallAnswerer(testConfig())(call, shifted)).rejects.toMatchObject({ reason: 'upstream_invalid' });
   });
 });

@@ -1,5 +1,5 @@
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
-import { type LegacyCall, credentialsOf } from '../operations.js';
+import type { Credentials, LegacyCall } from '../operations.js';
 
 /**
  * Step 1, read: the binding reads the request into a call, or into the error it refuses it with.
@@ -18,8 +18,9 @@ export function callOf(read: Read<unknown> | null): LegacyCall | null {
   return read?.ok ? read.call : null;
 }
 
+const NO_CREDENTIALS: Credentials = { apiKey: null, version: null };
+
 /** The apiKey and version the call sent, for identifying the caller and for the hit. */
-export function credentialsRead(read: Read<unknown> | null): { readonly apiKey: string | null; readonly version: string | null } {
-  const call = callOf(read);
-  return call === null ? { apiKey: null, version: null } : credentialsOf(call);
+export function credentialsRead(read: Read<unknown> | null): Credentials {
+  return callOf(read)?.credentials ?? NO_CREDENTIALS;
 }

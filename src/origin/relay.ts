@@ -10,7 +10,7 @@ import type { Outcome, WrittenOutcome } from '../call/outcome.js';
 import type { BindingName, ServiceRequest } from '../inbound/binding.js';
 import { CACHE_ERROR, isRelayed, type Reply } from '../inbound/reply.js';
 import { legacyOriginFailed } from '../messages.js';
-import { credentialsOf, type LegacyCall } from '../operations.js';
+import type { LegacyCall } from '../operations.js';
 import { createShadows, type ShadowedCall, type Side } from './shadows.js';
 import type { LegacyRoute } from '../config/schema.js';
 import { createLegacyOrigin, forwardedRequest, type LegacyOrigin } from './client.js';
@@ -135,7 +135,7 @@ export function createOriginRouting({ config, upstream, registry, log }: OriginR
 }
 
 function shadowedCall({ call, binding, caller, requestId }: RoutedCall): ShadowedCall {
-  return { operation: call.operation.name, binding, client: caller.name, requestId, apiKey: credentialsOf(call).apiKey };
+  return { operation: call.operation.name, binding, client: caller.name, requestId, apiKey: call.credentials.apiKey };
 }
 
 function sideOf({ reply, failure }: WrittenOutcome): Side {

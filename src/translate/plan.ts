@@ -79,8 +79,7 @@ export function planOf(call: LegacyCall, context: TranslateContext): Plan {
     const value = call.args[name];
     args[name] = type === 'int' ? (typeof value === 'number' ? value : 0) : typeof value === 'string' ? value : null;
   }
-  const apiKey = typeof args.apiKey === 'string' ? args.apiKey : null;
-  return call.operation.translate(args, targetOf(call.operation.replacement, apiKey, context));
+  return call.operation.translate(args, targetOf(call.operation.replacement, call.credentials.apiKey, context));
 }
 
 /** The context of `planOf`, prepared once from the configuration. */

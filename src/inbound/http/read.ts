@@ -1,6 +1,13 @@
 import { HttpBindingError } from '../faults.js';
 import { cannotConvertInt32, methodNameCase, methodNameInvalid, missingParameter, requestFormatInvalid } from '../../messages.js';
-import { findOperation, findOperationIgnoringCase, type ArgValue, type LegacyCall, type OperationSpec } from '../../operations.js';
+import {
+  findOperation,
+  findOperationIgnoringCase,
+  legacyCall,
+  type ArgValue,
+  type LegacyCall,
+  type OperationSpec,
+} from '../../operations.js';
 import { parseInt32 } from '../../aspnet/int32.js';
 import { parseMediaType } from '../../aspnet/media-type.js';
 import { queryCollection } from '../../aspnet/url-decode.js';
@@ -54,5 +61,5 @@ export function bindHttpParameters(op: OperationSpec, values: ParameterLookup, m
     }
     args[param.name] = parsed;
   }
-  return { operation: op, args };
+  return legacyCall(op, args);
 }

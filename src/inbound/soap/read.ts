@@ -11,7 +11,7 @@ import {
   versionMismatch,
   xmlDocumentError,
 } from '../../messages.js';
-import { OPERATIONS, soapAction, type ArgValue, type LegacyCall, type OperationSpec } from '../../operations.js';
+import { OPERATIONS, legacyCall, soapAction, type ArgValue, type LegacyCall, type OperationSpec } from '../../operations.js';
 import { parseXml, XmlSyntaxError } from '../../xml/parse.js';
 import { childElements, innerText, type XmlElement } from '../../xml/tree.js';
 import { parseInt32 } from '../../aspnet/int32.js';
@@ -165,7 +165,7 @@ function bindParameters(
 ): LegacyCall {
   const args: Record<string, ArgValue> = Object.fromEntries(op.params.map((p) => [p.name, p.type === 'int' ? 0 : null]));
   const wrapper = childElements(body)[0];
-  if (wrapper === undefined || wrapper.uri !== namespace || wrapper.local !== op.name) return { operation: op, args };
+  if (wrapper === undefined || wrapper.uri !== namespace || wrapper.local !== op.name) return legacyCall(op, args);
 
   const seen = new Set<string>();
   for (const child of childElements(wrapper)) {
@@ -184,7 +184,7 @@ function bindParameters(
     }
     args[param.name] = parsed;
   }
-  return { operation: op, args };
+  return legacyCall(op, args);
 }
 
 function isNil(node: XmlElement): boolean {
