@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
-import { loadConfig } from '../src/config/load.js';
+import { checkProduction, loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
 import { buildApp } from '../src/server/app.js';
 import { start } from '../src/start/main.js';
@@ -192,11 +192,15 @@ describe('the operator token in the configuration', () => {
     return path;
   };
 
-  it('is read from ADMIN_TOKEN, or from the file ADMIN_TOKEN_FILE names without its final newline', () => {
+  it('is read from ADMIN_TOKEN, or from the file ADMIN_TOKEN_FILE names without its final newline (ADMIN_HOST, ADMIN_HOSTNAMES too)', () => {
     expect(loadConfig({ ADMIN_TOKEN: TOKEN }).server.adminToken).toBe(TOKEN);
     expect(loadConfig({ ADMIN_TOKEN_FILE: file('lf', `${TOKEN}\n`) }).server.adminToken).toBe(TOKEN);
     expect(loadConfig({ ADMIN_TOKEN_FILE: file('crlf', `${TOKEN}\r\n`) }).server.adminToken).toBe(TOKEN);
     expect(loadConfig({ ADMIN_HOST: '0.0.0.0' }).server.adminHost).toBe('0.0.0.0');
+    expect(loadConfig({ ADMIN_HOSTNAMES: 'catalog-proxy, proxy-1.internal,' }).server.adminHostnames).toEqual([
+      'catalog-proxy',
+      'proxy-1.internal',
+    ]);
   });
 
   it.each<[string, NodeJS.ProcessEnv | (() => NodeJS.ProcessEnv), string]>([
@@ -236,6 +240,28 @@ describe('the operator token in the configuration', () => {
   it('refuses a name in server.adminHostnames that is not a host name', () => {
     expect(() => loadConfig({}, { server: { adminHostnames: ['proxy-1.internal:9464'] } })).toThrow(
       'server.adminHostnames.0 must be a host name without a port, such as "proxy-1.internal", got "proxy-1.internal:9464".',
+    );
+  });
+});
+
+describe('deploy/Dockerfile', () => {
+  /** The `ENV` lines of the image, as the process sees them. */
+  const imageEnvironment = (): NodeJS.ProcessEnv => {
+    const dockerfile = readFileSync(join(import.meta.dirname, '..', 'deploy', 'Dockerfile'), 'utf8');
+    const pairs = [...dockerfile.matchAll(/^ENV (.+)$/gm)].flatMap((line) => line[1]!.split(/\s+/));
+    return Object.fromEntries(pairs.map((pair) => pair.split('=') as [string, string]));
+  };
+
+  it('puts the operator listener beyond loopback with the token from a secret file, which production then requires', () => {
+    const env = imageEnvironment();
+    expect(env).toMatchObject({ NODE_ENV: 'production', ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN_FILE: '/run/secrets/admin_token' });
+    const secret = join(mkdtempSync(join(tmpdir(), 'secrets-')), 'admin_token');
+    writeFileSync(secret, `${TOKEN}\n`);
+    const given = { ...env, ...PRODUCTION, ADMIN_TOKEN_FILE: secret };
+    expect(() => checkProduction(loadConfig(given), given)).not.toThrow();
+    // Without the secret mounted, the start is refused before anything listens.
+    expect(() => loadConfig({ ...env, ...PRODUCTION })).toThrow(
+      'ADMIN_TOKEN_FILE names a file that cannot be read (/run/secrets/admin_token',
     );
   });
 });

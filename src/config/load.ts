@@ -7,9 +7,9 @@ import { validateConfig, type Json } from './validate.js';
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
  * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT, ADMIN_HOST,
- * ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL). The result is
- * validated once at start-up; a bad value, an unknown key or an environment variable set but empty
- * stops the process with a message naming it.
+ * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL).
+ * The result is validated once at start-up; a bad value, an unknown key or an environment variable
+ * set but empty stops the process with a message naming it.
  */
 
 /** The environment variables that set a key, and how their text is read. */
@@ -22,6 +22,7 @@ const ENVIRONMENT: readonly {
   { name: 'HOST', key: ['server', 'host'] },
   { name: 'ADMIN_PORT', key: ['server', 'adminPort'], read: wholeNumber },
   { name: 'ADMIN_HOST', key: ['server', 'adminHost'] },
+  { name: 'ADMIN_HOSTNAMES', key: ['server', 'adminHostnames'], read: commaList },
   { name: 'ADMIN_TOKEN', key: ['server', 'adminToken'] },
   // A container secret (/run/secrets/…, systemd's $CREDENTIALS_DIRECTORY): the token stays out of the environment.
   { name: 'ADMIN_TOKEN_FILE', key: ['server', 'adminToken'], read: secretFile },
@@ -122,6 +123,14 @@ function secretFile(name: string, path: string): string {
   } catch (err) {
     throw new ConfigError(name, `names a file that cannot be read (${path}: ${(err as NodeJS.ErrnoException).code ?? err}).`);
   }
+}
+
+/** `a, b,c` → `["a", "b", "c"]`: a list in one variable, as a container's environment has it. */
+function commaList(_name: string, text: string): string[] {
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 function wholeNumber(name: string, text: string): number {
