@@ -122,7 +122,7 @@ describe('the operator token (server.adminToken)', () => {
     expect((await fetch(`${proxy}/ledger`, { headers: bearer(TOKEN) })).status).toBe(200);
   });
 
-  it('without one, a listener written down beyond loopback refuses /ledger and /reload (403) rather than serve them to the network', async () => {
+  it('without one, a listener written down beyond loopback refuses /ledger and /reload (403), not serve the network', async () => {
     // Configured for 0.0.0.0, listening on loopback here: what it answers follows what was written down.
     const { admin } = await operatorApp({ adminHost: '0.0.0.0' });
     const ledger = await fetch(`${admin}/ledger`);
@@ -192,7 +192,7 @@ describe('the operator token in the configuration', () => {
     return path;
   };
 
-  it('is read from ADMIN_TOKEN, or from the file ADMIN_TOKEN_FILE names without its final newline (ADMIN_HOST, ADMIN_HOSTNAMES too)', () => {
+  it('is read from ADMIN_TOKEN, or from the ADMIN_TOKEN_FILE file less its final newline (ADMIN_HOST(NAMES) too)', () => {
     expect(loadConfig({ ADMIN_TOKEN: TOKEN }).server.adminToken).toBe(TOKEN);
     expect(loadConfig({ ADMIN_TOKEN_FILE: file('lf', `${TOKEN}\n`) }).server.adminToken).toBe(TOKEN);
     expect(loadConfig({ ADMIN_TOKEN_FILE: file('crlf', `${TOKEN}\r\n`) }).server.adminToken).toBe(TOKEN);
@@ -328,7 +328,7 @@ describe('npm start and the operator listener', () => {
     );
   });
 
-  it('with NODE_ENV=production, ADMIN_HOST=0.0.0.0 and ADMIN_TOKEN_FILE, serves /ledger with the token and never writes it in a line', async () => {
+  it('in production on 0.0.0.0 with ADMIN_TOKEN_FILE, serves /ledger with the token and never writes it in a line', async () => {
     const tokenFile = join(mkdtempSync(join(tmpdir(), 'admin-token-')), 'admin_token');
     writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
     const started = startProcess({ ...PRODUCTION, LOG_LEVEL: 'debug', ADMIN_HOST: '0.0.0.0', ADMIN_TOKEN_FILE: tokenFile });
