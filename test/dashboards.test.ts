@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Running } from '../src/start/main.js';
+import { answersTo } from '../src/server/admin-host.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { startProxy } from './support/proxy.js';
 import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
@@ -23,6 +24,7 @@ const installed = existsSync(PROMETHEUS) && existsSync(PROMTOOL);
 const ROOT = join(import.meta.dirname, '..');
 const DASHBOARD = join(ROOT, 'deploy', 'grafana', 'legacy-migration.json');
 const RULES = join(ROOT, 'deploy', 'prometheus', 'rules.yml');
+const SCRAPE_CONFIG = join(ROOT, 'deploy', 'prometheus', 'prometheus.yml');
 
 /** What Grafana would put in for the dashboard's variables: every client, every operation. */
 const GRAFANA_VARIABLES: Readonly<Record<string, string>> = { $__rate_interval: '1m', $client: '.*', $operation: '.*' };
@@ -242,5 +244,17 @@ describe.skipIf(skipClientSuite(installed && redisInstalled))('dashboards and al
       expect(watched, `${alert.name}: ${alert.query}`).toBeDefined();
       expect(await query(watched!), alert.name).not.toEqual([]);
     }
+  });
+});
+
+describe.skipIf(!installed)('the example Prometheus configuration (deploy/prometheus/prometheus.yml)', () => {
+  it('is valid, loads the rules, and scrapes targets the operator listener answers (its Host check)', () => {
+    const check = spawnSync(PROMTOOL, ['check', 'config', SCRAPE_CONFIG], { encoding: 'utf8' });
+    expect(check.stdout + check.stderr).toContain('SUCCESS: 1 rule files found');
+    expect(check.status).toBe(0);
+    const targets = [...readFileSync(SCRAPE_CONFIG, 'utf8').matchAll(/'([^']+:\d+)'/g)].map((match) => match[1]!);
+    expect(targets.length).toBeGreaterThan(0);
+    // The Host Prometheus sends is the target: no name of server.adminHostnames is configured by default.
+    for (const target of targets) expect([target, answersTo(target, new Set())]).toEqual([target, true]);
   });
 });

@@ -478,8 +478,8 @@ describe('the operator listener', () => {
     expect(await (await fetch(`${admin}/ledger`)).text()).toContain(clientFingerprint('caller-key'));
   });
 
-  it('is on by default, on port 9464 of the service host', () => {
-    expect(loadConfig({}).server).toMatchObject({ adminPort: 9464, adminHost: null, operatorOnServicePort: [] });
+  it('is on by default, on port 9464 of loopback', () => {
+    expect(loadConfig({}).server).toMatchObject({ adminPort: 9464, adminHost: '127.0.0.1', operatorOnServicePort: [] });
   });
 
   it('serves on the service port only the operator data named in server.operatorOnServicePort', async () => {

@@ -1,13 +1,15 @@
 import { readFileSync } from 'node:fs';
+import { isLoopback } from './loopback.js';
 import { ConfigError } from './problems.js';
 import { ConfigSchema, type Config } from './schema.js';
 import { validateConfig, type Json } from './validate.js';
 
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
- * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT,
- * UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL). The result is validated once at start-up; a bad value, an
- * unknown key or an environment variable set but empty stops the process with a message naming it.
+ * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT, ADMIN_HOST,
+ * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL).
+ * The result is validated once at start-up; a bad value, an unknown key or an environment variable
+ * set but empty stops the process with a message naming it.
  */
 
 /** The environment variables that set a key, and how their text is read. */
@@ -19,6 +21,11 @@ const ENVIRONMENT: readonly {
   { name: 'PORT', key: ['server', 'port'], read: wholeNumber },
   { name: 'HOST', key: ['server', 'host'] },
   { name: 'ADMIN_PORT', key: ['server', 'adminPort'], read: wholeNumber },
+  { name: 'ADMIN_HOST', key: ['server', 'adminHost'] },
+  { name: 'ADMIN_HOSTNAMES', key: ['server', 'adminHostnames'], read: commaList },
+  { name: 'ADMIN_TOKEN', key: ['server', 'adminToken'] },
+  // A container secret (/run/secrets/…, systemd's $CREDENTIALS_DIRECTORY): the token stays out of the environment.
+  { name: 'ADMIN_TOKEN_FILE', key: ['server', 'adminToken'], read: secretFile },
   { name: 'UPSTREAM_URL', key: ['upstream', 'baseUrl'] },
   { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
@@ -33,6 +40,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: J
     if (text?.trim() === '') throw new ConfigError(name, 'is set but empty; unset it or give it a value.');
     return text;
   };
+  if (variable('ADMIN_TOKEN') !== undefined && variable('ADMIN_TOKEN_FILE') !== undefined) {
+    throw new ConfigError('ADMIN_TOKEN_FILE', 'and ADMIN_TOKEN are both set; give the operator token one way only.');
+  }
   const file = variable('CONFIG_FILE');
   let merged: Json = file === undefined ? {} : readJson(file);
   const fromEnvironment = ENVIRONMENT.flatMap(({ name, key, read }) => {
@@ -71,6 +81,13 @@ export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process
       `${production}: it keys the fingerprints that name callers in the hits, the ledger and the metrics, so that no one who reads them can find an apiKey by trying likely ones, and every instance must name a caller alike. Make one with \`openssl rand -hex 32\` and give every instance the same.`,
     );
   }
+  const { adminPort, adminHost, adminToken } = config.server;
+  if (adminPort !== null && adminToken === null && !isLoopback(adminHost)) {
+    throw new ConfigError(
+      'ADMIN_TOKEN (server.adminToken)',
+      `${production} and the operator listener leaves loopback (ADMIN_HOST, server.adminHost, is ${JSON.stringify(adminHost)}): /ledger and /reload would be refused to everyone. Set ADMIN_TOKEN or ADMIN_TOKEN_FILE (make one with \`openssl rand -hex 32\`), or listen on 127.0.0.1.`,
+    );
+  }
 }
 
 function readJson(file: string): Json {
@@ -97,6 +114,23 @@ function jsonErrorPlace(text: string, message: string): string {
   if (position === undefined) return /end of JSON input/.test(message) ? ': it ends too soon' : '';
   const before = text.slice(0, Number(position)).split('\n');
   return `: line ${before.length}, column ${before.at(-1)!.length + 1}`;
+}
+
+/** The text of the file `path` names, without the newline an editor or `echo` ends it with. */
+function secretFile(name: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new ConfigError(name, `names a file that cannot be read (${path}: ${(err as NodeJS.ErrnoException).code ?? err}).`);
+  }
+}
+
+/** `a, b,c` → `["a", "b", "c"]`: a list in one variable, as a container's environment has it. */
+function commaList(_name: string, text: string): string[] {
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 function wholeNumber(name: string, text: string): number {

@@ -101,7 +101,7 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
   const key = path.join('.');
   const name = origins[key] === undefined ? key : `${origins[key]} (${key})`;
   const schema = (error.parentSchema ?? {}) as Annotated;
-  const got = `got ${show(error.data)}`;
+  const got = SECRET_VALUED.includes(key) ? 'got a value not shown here (a secret)' : `got ${show(error.data)}`;
   switch (error.keyword) {
     case 'additionalProperties': {
       const unknown = String(error.params.additionalProperty);
@@ -144,6 +144,9 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
   // No key of the schema fails in another way; should one, ajv's own words still name it.
   return new ConfigError(name, `${error.message}.`);
 }
+
+/** Keys whose value is a secret: a refusal names the key and never quotes the value. */
+const SECRET_VALUED = ['server.adminToken', 'deprecation.clientIdKey'];
 
 /** Tables keyed by secrets: a refusal names the table, never the key of the entry at fault. */
 const SECRET_KEYED = ['upstream.apiKeyMap'];

@@ -15,6 +15,8 @@ const MAX_TIMEOUT_MS = 600_000;
 export const MAX_CACHE_SECONDS = 604_800;
 /** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
 const MIN_CLIENT_ID_KEY_LENGTH = 32;
+/** The operator token, as long as the fingerprint key for the same reason: no one guesses it. */
+const MIN_ADMIN_TOKEN_LENGTH = 32;
 /** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */
 export const OPERATOR_DATA_PATHS = ['/metrics', '/ledger'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -187,8 +189,34 @@ export const ConfigSchema = Type.Object(
         default: 9464,
         patternProblem: 'must be a port number (0 to 65535) or null for no operator listener',
       }),
-      /** Where the operator listener listens; `null`: `host`. */
-      adminHost: nullable(Type.String({ minLength: 1 })),
+      /**
+       * Where the operator listener listens: loopback unless an operator writes down another address,
+       * and then `/ledger` and `/reload` need `adminToken` (docs/security-listeners.md).
+       */
+      adminHost: text('127.0.0.1'),
+      /**
+       * The bearer token `/ledger` and `/reload` require (and `/ledger` on the service's port); `null`:
+       * none, and they answer only on a loopback operator listener. Visible ASCII, no spaces: it goes
+       * in an Authorization header.
+       */
+      adminToken: nullable(
+        Type.String({
+          minLength: MIN_ADMIN_TOKEN_LENGTH,
+          pattern: '^[\\x21-\\x7E]+$',
+          patternProblem: 'must be visible ASCII characters without spaces, as an Authorization header carries it',
+        }),
+      ),
+      /**
+       * The names the operator listener answers to besides IP literals and `localhost` (a `Host` it
+       * does not know gets 421: a DNS name an attacker points at the listener is not one of these).
+       */
+      adminHostnames: Type.Array(
+        Type.String({
+          pattern: '^(?!.*\\.\\.)[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?$',
+          patternProblem: 'must be a host name without a port, such as "proxy-1.internal"',
+        }),
+        { default: [], uniqueItems: true },
+      ),
       /** Operator endpoints also served on the service's port, each named: off unless asked for. */
       operatorOnServicePort: Type.Array(Type.Enum([...OPERATOR_DATA_PATHS]), { default: [], uniqueItems: true }),
       /**

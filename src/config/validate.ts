@@ -56,6 +56,21 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       new Set(clientIdKey).size < MIN_DISTINCT_KEY_CHARACTERS &&
       `must be a random key, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`,
   ],
+  [
+    'server.adminToken',
+    ({ server: { adminToken } }) =>
+      adminToken !== null &&
+      new Set(adminToken).size < MIN_DISTINCT_KEY_CHARACTERS &&
+      `must be a random token, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`,
+  ],
+  [
+    // The service's port faces callers: the ledger there is for whoever holds the token, never for anyone.
+    'server.operatorOnServicePort',
+    ({ server }) =>
+      server.operatorOnServicePort.includes('/ledger') &&
+      server.adminToken === null &&
+      'names "/ledger", which needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE) on the service\'s port: set one, or leave "/ledger" to the operator listener.',
+  ],
   ['clients', ({ clients }) => clientsProblem(clients)],
   [
     'clients',

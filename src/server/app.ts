@@ -8,6 +8,7 @@ import { scheduleOf, type Schedule } from '../brownouts/schedule.js';
 import { createPageCache, type PageCache } from '../cache/page-cache.js';
 import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
+import { isLoopback } from '../config/loopback.js';
 import { reloaded, type Reloaded } from '../config/reload.js';
 import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
 import { deprecationSignals } from '../deprecation/headers.js';
@@ -23,11 +24,13 @@ import { createUpstream, type Upstream } from '../outbound/upstream.js';
 import { createUpstreamHealth } from '../outbound/upstream-health.js';
 import { translateContext } from '../translate/plan.js';
 import { loadCompactPass } from '../xml/compact.js';
+import { hostCheck } from './admin-host.js';
 import { createDescriptionServer } from './descriptions.js';
 import { createDispatcher } from './dispatcher.js';
 import { createHealth, type Health } from './health.js';
 import { send, targetReader } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
+import { operatorGuard } from './operator-token.js';
 import { createCallServer, type CallServer } from './serve-call.js';
 import { createReloader, reloadRoute, type Reloader } from './reload.js';
 import { createSignalAdder, type SignalAdder } from './signals.js';
@@ -54,7 +57,10 @@ export interface AppDependencies {
 export interface App {
   readonly fastify: FastifyInstance;
   readonly hits: HitRecorder;
-  /** The operator listener (`server.adminPort`): probes, `/metrics` and `/ledger`; null when the port is null. */
+  /**
+   * The operator listener (`server.adminPort`): probes, `/metrics`, `/ledger` and `/reload`, for the
+   * `Host` values it answers to; null when the port is null.
+   */
   readonly admin: FastifyInstance | null;
   /** Readiness: ready once `fastify` and `admin` listen, until draining. */
   readonly health: Health;
@@ -220,13 +226,21 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     upstreamHealth.start();
   });
   // Before the catch-all route, which would otherwise take these paths.
+  const { host, adminHost, adminToken, adminHostnames } = config.server;
   await fastify.register(probeRoutes, { health, upstream: null });
-  await fastify.register(operatorDataRoutes, { hits, fleetLedger, paths: config.server.operatorOnServicePort });
+  await fastify.register(operatorDataRoutes, {
+    hits,
+    fleetLedger,
+    paths: config.server.operatorOnServicePort,
+    guard: operatorGuard({ token: adminToken, loopback: isLoopback(host) }),
+  });
   if (admin !== null) {
+    const guard = operatorGuard({ token: adminToken, loopback: isLoopback(adminHost) });
+    admin.addHook('onRequest', hostCheck(adminHostnames));
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
-    await admin.register(operatorDataRoutes, { hits, fleetLedger, paths: OPERATOR_DATA_PATHS });
-    await admin.register(reloadRoute, { reload: reloadFromSource });
+    await admin.register(operatorDataRoutes, { hits, fleetLedger, paths: OPERATOR_DATA_PATHS, guard });
+    await admin.register(reloadRoute, { reload: reloadFromSource, guard });
     fastify.addHook('onClose', async () => admin.close());
   }
   fastify.all('/*', dispatch);

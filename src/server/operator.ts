@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import type { FleetLedger } from '../deprecation/fleet-ledger.js';
@@ -11,7 +11,8 @@ import type { Health } from './health.js';
  * listener: load balancers probe the service's port. `/metrics` (Prometheus) and `/ledger` (who still
  * calls what here, docs/migration.md) name clients and show their fingerprints and latest requests,
  * which are not for legacy callers: they are on the operator listener (`server.adminPort`), and on the
- * service's port only where `server.operatorOnServicePort` names them.
+ * service's port only where `server.operatorOnServicePort` names them. `/ledger` also asks the
+ * operator's guard (src/server/operator-token.ts) on either; `/metrics` stays open for scrapers.
  */
 
 export type OperatorDataPath = (typeof OPERATOR_DATA_PATHS)[number];
@@ -35,9 +36,14 @@ export interface OperatorDataOptions {
   /** The fleet's ledger (`redis.url`); null: `/ledger` shows this instance's. */
   readonly fleetLedger: FleetLedger | null;
   readonly paths: readonly OperatorDataPath[];
+  /** Who may read `/ledger` here (src/server/operator-token.ts). */
+  readonly guard: onRequestHookHandler;
 }
 
-export async function operatorDataRoutes(fastify: FastifyInstance, { hits, fleetLedger, paths }: OperatorDataOptions): Promise<void> {
+export async function operatorDataRoutes(
+  fastify: FastifyInstance,
+  { hits, fleetLedger, paths, guard }: OperatorDataOptions,
+): Promise<void> {
   if (paths.includes('/metrics')) {
     fastify.get('/metrics', async (_request, reply) => {
       reply.header('content-type', hits.registry.contentType);
@@ -45,7 +51,7 @@ export async function operatorDataRoutes(fastify: FastifyInstance, { hits, fleet
     });
   }
   if (paths.includes('/ledger')) {
-    fastify.get('/ledger', async (request, reply) => {
+    fastify.get('/ledger', { onRequest: guard }, async (request, reply) => {
       // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
       const fleet = fleetLedger === null ? null : await fleetLedger.read();
       const { status, body } = ledgerPage(fleet ?? hits.ledger, request.query);

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, onRequestHookHandler } from 'fastify';
 import { ConfigError } from '../config/problems.js';
 import type { Reloaded } from '../config/reload.js';
 import type { Config } from '../config/schema.js';
@@ -41,10 +41,14 @@ export function createReloader(source: () => Config, apply: (next: Config) => Re
 /**
  * `POST /reload`, for the operator listener only: what a legacy caller must never be able to do. Not
  * from a browser either: a page could send a simple cross-origin POST to an operator port on
- * localhost, and a browser always says its Origin there; curl and tools do not.
+ * localhost, and a browser always says its Origin there; curl and tools do not. `guard` first: who
+ * may reload at all (src/server/operator-token.ts).
  */
-export async function reloadRoute(fastify: FastifyInstance, { reload }: { readonly reload: Reloader }): Promise<void> {
-  fastify.post('/reload', async (request, reply) => {
+export async function reloadRoute(
+  fastify: FastifyInstance,
+  { reload, guard }: { readonly reload: Reloader; readonly guard: onRequestHookHandler },
+): Promise<void> {
+  fastify.post('/reload', { onRequest: guard }, async (request, reply) => {
     if (request.headers.origin !== undefined) {
       return reply.code(403).send({ status: 'refused', message: 'POST /reload is not taken from a browser (it sent an Origin header).' });
     }

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, stdSerializers, stdTimeFunctions, type DestinationStream, type Logger } from 'pino';
 import { checkProduction, loadConfig } from '../config/load.js';
+import { isLoopback } from '../config/loopback.js';
 import { ConfigError, redactUrl } from '../config/problems.js';
 import type { Config } from '../config/schema.js';
 import { startDemoUpstream, type DemoUpstream } from '../demo/upstream.js';
@@ -79,6 +80,14 @@ export async function start(
     );
   }
 
+  const { adminPort, adminHost, adminToken } = config.server;
+  if (adminPort !== null && adminToken === null && !isLoopback(adminHost)) {
+    logger.warn(
+      { event: 'admin_token_missing', key: 'server.adminToken' },
+      `The operator listener leaves loopback (server.adminHost ${adminHost}) without server.adminToken: /ledger and /reload answer 403 to everyone until ADMIN_TOKEN or ADMIN_TOKEN_FILE is set (refused at start when NODE_ENV is "production").`,
+    );
+  }
+
   const { fastify, admin, health, reloadFromSource } = await buildApp(withUpstream(config), {
     logger,
     hitLogger,
@@ -103,8 +112,7 @@ export async function start(
   try {
     // The operator listener first: a refusal then comes before any legacy call could be served.
     if (admin !== null && server.adminPort !== null) {
-      const hostKey = server.adminHost === null ? 'server.host' : 'server.adminHost';
-      adminAddress = await listenOn(admin, { host: hostKey, port: 'server.adminPort' }, server.adminHost ?? server.host, server.adminPort);
+      adminAddress = await listenOn(admin, { host: 'server.adminHost', port: 'server.adminPort' }, server.adminHost, server.adminPort);
     }
     address = await listenOn(fastify, { host: 'server.host', port: 'server.port' }, server.host, server.port);
   } catch (err) {

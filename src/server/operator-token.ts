@@ -1,0 +1,70 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+
+/**
+ * Who may read `/ledger` and `POST /reload` (docs/security-listeners.md): with `server.adminToken`,
+ * whoever sends `Authorization: Bearer <token>`, on every listener that has them; without one, anyone
+ * who reaches a loopback operator listener, and no one when the listener is beyond loopback (an
+ * address written down without a token: refused rather than served to the network).
+ */
+
+export interface OperatorAccess {
+  /** `server.adminToken`. */
+  readonly token: string | null;
+  /** Whether the listener the routes are on is reachable from this machine only. */
+  readonly loopback: boolean;
+}
+
+export function operatorGuard({ token, loopback }: OperatorAccess): onRequestHookHandler {
+  if (token !== null) return bearerCheck(token);
+  // Reachable from this machine only: the Host check (admin-host.ts) keeps browsers' pages out.
+  if (loopback) return async () => {};
+  return async (request, reply) =>
+    refuse(request, reply, 403, 'no_token_configured', {
+      message: `${request.routeOptions.url} needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE) on a listener beyond loopback.`,
+    });
+}
+
+/**
+ * The token compared in constant time: both sides are hashed with a key of this process first, so
+ * that the comparison is of two digests of one length, whatever the length or the prefix sent.
+ */
+function bearerCheck(token: string): onRequestHookHandler {
+  const key = randomBytes(32);
+  const digest = (text: string): Buffer => createHmac('sha256', key).update(text).digest();
+  const expected = digest(token);
+  return async (request, reply) => {
+    const sent = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    if (sent === undefined) {
+      return refuse(request, reply, 401, 'missing_token', {
+        challenge: CHALLENGE,
+        message: 'Authorization: Bearer <server.adminToken> is required.',
+      });
+    }
+    if (timingSafeEqual(digest(sent), expected)) return;
+    return refuse(request, reply, 401, 'wrong_token', {
+      challenge: `${CHALLENGE}, error="invalid_token"`,
+      message: 'The bearer token is not server.adminToken.',
+    });
+  };
+}
+
+/** `Bearer` in any case (RFC 9110 §11.1), one token. */
+const BEARER = /^Bearer +(\S+) *$/i;
+const CHALLENGE = 'Bearer realm="catalog-proxy operator"';
+
+/** Refused with a small JSON body, said in the log without the header: the token sent may be nearly the right one. */
+function refuse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: 401 | 403,
+  reason: string,
+  { challenge, message }: { readonly challenge?: string; readonly message: string },
+): FastifyReply {
+  request.log.warn(
+    { event: 'operator_refused', reason, path: request.routeOptions.url, address: request.ip },
+    `Operator endpoint refused (${status}, ${reason})`,
+  );
+  if (challenge !== undefined) reply.header('www-authenticate', challenge);
+  return reply.code(status).send({ status: 'refused', message });
+}
