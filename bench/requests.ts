@@ -19,6 +19,8 @@ export function soapCall(version: '1.1' | '1.2', op: string, params: string): Be
     method: 'POST',
     path: '/index.asmx',
     headers,
-    body: `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${envelopeNs}"><soap:Body><${op} xmlns="${NS}">${params}</${op}></soap:Body></soap:Envelope>`,
+    body:
+      `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${envelopeNs}"><soap:Body><${op} ` +
+      `xmlns="${NS}">${params}</${op}></soap:Body></soap:Envelope>`,
   };
 }

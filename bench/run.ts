@@ -347,7 +347,9 @@ async function main(): Promise<void> {
 
   const report: Report = {
     date: new Date().toISOString(),
-    machine: `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB${PINNING ? ', servers pinned to core 1' : ', not pinned (no taskset)'}`,
+    machine:
+      `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} ` +
+      `GiB${PINNING ? ', servers pinned to core 1' : ', not pinned (no taskset)'}`,
     rounds: ROUNDS,
     secondsPerRun: SECONDS,
     connections: CONNECTIONS,
@@ -588,13 +590,16 @@ function wrkRows(summaries: readonly WrkSummary[], rounds: number): string[] {
   const [, facade] = summaries;
   if (facade === undefined) return ['wrk was not found: measured with autocannon only.', ''];
   return [
-    `With wrk (1 thread, ${CONNECTIONS} connections, ${rounds} interleaved rounds of ${SECONDS} s; medians, × (b) against the best of (b)'s rounds):`,
+    `With wrk (1 thread, ${CONNECTIONS} connections, ${rounds} interleaved rounds of ${SECONDS} s; medians, × (b) against the best of ` +
+      `(b)'s rounds):`,
     '',
     '| scenario | req/s | rounds | × (b) | CPU ms/req | CPU × (b) | errors |',
     '|---|---|---|---|---|---|---|',
     ...summaries.map(
       (s) =>
-        `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${roundsOf(s)} | ${(s.requestsPerSecond / facade.best.requestsPerSecond).toFixed(2)} | ${s.cpuMsPerRequest.toFixed(2)} | ${(s.cpuMsPerRequest / facade.best.cpuMsPerRequest).toFixed(2)} | ${s.errors} |`,
+        `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${roundsOf(s)} | ` +
+        `${(s.requestsPerSecond / facade.best.requestsPerSecond).toFixed(2)} | ${s.cpuMsPerRequest.toFixed(2)} | ` +
+        `${(s.cpuMsPerRequest / facade.best.cpuMsPerRequest).toFixed(2)} | ${s.errors} |`,
     ),
     '',
   ];
@@ -607,7 +612,10 @@ function renderMarkdown(report: Report): string {
     const [passthrough, facade] = r.summaries as [Summary, Summary];
     const rows = r.summaries.map(
       (s) =>
-        `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${roundsOf(s)} | ${(s.requestsPerSecond / passthrough.best.requestsPerSecond).toFixed(2)} | ${(s.requestsPerSecond / facade.best.requestsPerSecond).toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ${s.cpuMsPerRequest.toFixed(2)} | ${Math.round(s.peakRssMiB)} | ${s.errors} |`,
+        `| ${s.name} | ${Math.round(s.requestsPerSecond)} | ${roundsOf(s)} | ` +
+        `${(s.requestsPerSecond / passthrough.best.requestsPerSecond).toFixed(2)} | ` +
+        `${(s.requestsPerSecond / facade.best.requestsPerSecond).toFixed(2)} | ${s.p50Ms} | ${s.p99Ms} | ` +
+        `${s.cpuMsPerRequest.toFixed(2)} | ${Math.round(s.peakRssMiB)} | ${s.errors} |`,
     );
     return [
       `#### node ${r.runtime.version}`,
@@ -618,10 +626,15 @@ function renderMarkdown(report: Report): string {
       '|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
       '',
-      `At ${r.halfRate} req/s (half of the proxy's own SOAP 1.1 peak), open loop, ${report.halfRateRounds} interleaved rounds of ${report.secondsPerRun} s: p99 (a) ${ms(r.p99PassthroughAtHalf)} ms, proxy SOAP 1.1 ${ms(r.p99ProxyAtHalf)} ms (medians; the rounds' p99s: (a) ${r.halfRateP99s.passthrough.map(ms).join(', ')}; proxy ${r.halfRateP99s.proxy.map(ms).join(', ')}). Over all rounds' answers together: p99 (a) ${ms(r.pooledP99AtHalf.passthrough)} ms, proxy ${ms(r.pooledP99AtHalf.proxy)} ms. The load generator itself sent up to ${ms(r.loadGeneratorLatenessP99Ms)} ms late (p99), the same for both.`,
+      `At ${r.halfRate} req/s (half of the proxy's own SOAP 1.1 peak), open loop, ${report.halfRateRounds} interleaved rounds of ` +
+        `${report.secondsPerRun} s: p99 (a) ${ms(r.p99PassthroughAtHalf)} ms, proxy SOAP 1.1 ${ms(r.p99ProxyAtHalf)} ms (medians; the ` +
+        `rounds' p99s: (a) ${r.halfRateP99s.passthrough.map(ms).join(', ')}; proxy ${r.halfRateP99s.proxy.map(ms).join(', ')}). Over ` +
+        `all rounds' answers together: p99 (a) ${ms(r.pooledP99AtHalf.passthrough)} ms, proxy ${ms(r.pooledP99AtHalf.proxy)} ms. ` +
+        `The load generator itself sent up to ${ms(r.loadGeneratorLatenessP99Ms)} ms late (p99), the same for both.`,
       '',
       ...wrkRows(r.wrk, report.rounds),
-      `The proxy's live heap after a full collection, after each of ${r.liveHeapMiB.length} rounds of its cold throughput scenarios: ${r.liveHeapMiB.map((m) => m.toFixed(1)).join(', ')} MiB.`,
+      `The proxy's live heap after a full collection, after each of ${r.liveHeapMiB.length} rounds of its cold throughput scenarios: ` +
+        `${r.liveHeapMiB.map((m) => m.toFixed(1)).join(', ')} MiB.`,
       '',
       '| target | measured | |',
       '|---|---|---|',
@@ -634,7 +647,9 @@ function renderMarkdown(report: Report): string {
       ? []
       : ['#### Across runtimes', '', '| target | measured | |', '|---|---|---|', ...targetRows(report.acrossRuntimes), ''];
   return [
-    `Benchmark of ${report.date.slice(0, 10)}: ${report.machine}; node ${report.runtimes.map((r) => r.runtime.version).join(' and ')}, every runtime's servers measured in the same interleaved rounds; ${report.rounds} rounds of ${report.secondsPerRun} s, ${report.connections} connections (1 for the StoreLookup latency rows); medians.`,
+    `Benchmark of ${report.date.slice(0, 10)}: ${report.machine}; node ${report.runtimes.map((r) => r.runtime.version).join(' and ')}, ` +
+      `every runtime's servers measured in the same interleaved rounds; ${report.rounds} rounds of ${report.secondsPerRun} s, ` +
+      `${report.connections} connections (1 for the StoreLookup latency rows); medians.`,
     '',
     ...sections,
     ...across,

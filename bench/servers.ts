@@ -66,7 +66,9 @@ async function startUpstream(options: Options): Promise<string> {
 }
 
 const ENVELOPE_HEAD =
-  '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><SearchResponse xmlns="http://tempuri.org/"><SearchResult>';
+  '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" ' +
+  'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><SearchResponse ' +
+  'xmlns="http://tempuri.org/"><SearchResult>';
 const ENVELOPE_TAIL = '</SearchResult></SearchResponse></soap:Body></soap:Envelope>';
 
 async function startPassthrough(options: Options): Promise<string> {

@@ -92,11 +92,13 @@ async function main(): Promise<void> {
     })),
   };
   const markdown = [
-    `Soak of ${new Date().toISOString().slice(0, 10)}: ${MINUTES} min at ${RATE} req/s over ${CALLS.length} calls (every operation, every binding), node ${process.version}.`,
+    `Soak of ${new Date().toISOString().slice(0, 10)}: ${MINUTES} min at ${RATE} req/s over ${CALLS.length} calls (every operation, ` +
+      `every binding), node ${process.version}.`,
     '',
     `| requests | unexpected answers | p50 ms | p90 ms | p99 ms | max ms | RSS growth | live heap growth |`,
     '|---|---|---|---|---|---|---|---|',
-    `| ${report.requests} | ${report.unexpected} | ${report.latencyMs.p50} | ${report.latencyMs.p90} | ${report.latencyMs.p99} | ${report.latencyMs.max} | ${(report.rssGrowth * 100).toFixed(1)} % | ${(report.heapGrowth * 100).toFixed(1)} % |`,
+    `| ${report.requests} | ${report.unexpected} | ${report.latencyMs.p50} | ${report.latencyMs.p90} | ${report.latencyMs.p99} | ` +
+      `${report.latencyMs.max} | ${(report.rssGrowth * 100).toFixed(1)} % | ${(report.heapGrowth * 100).toFixed(1)} % |`,
     '',
     `Resident memory (MiB) every ${SAMPLE_SECONDS} s: ${report.samples.map((s) => s.rssMiB).join(', ')}.`,
     '',

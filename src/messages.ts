@@ -31,7 +31,8 @@ export const xmlDocumentError = (line: number, column: number): string => `There
 // --- ASMX: HTTP GET and POST -----------------------------------------------------------------------
 
 export const methodNameCase = (given: string, actual: string): string =>
-  `Invalid method name '${given}',  method names are case sensitive.   The method name '${actual}' with the same name but different casing was found.\r\nParameter name: methodName`;
+  `Invalid method name '${given}',  method names are case sensitive.   The method name '${actual}' with the same name but different ` +
+  `casing was found.\r\nParameter name: methodName`;
 export const methodNameInvalid = (given: string): string => `${given} Web Service method name is not valid.`;
 export const requestFormatInvalid = (contentType: string): string => `Request format is invalid: ${contentType}.`;
 export const missingParameter = (name: string): string => `Missing parameter: ${name}.`;
@@ -64,7 +65,8 @@ export const INTERNAL_ERROR = 'An internal error occurred.';
 export const XML_ROOT_MISSING = 'Root element is missing.';
 export const XML_ROOT_DATA = 'Data at the root level is invalid.';
 export const XML_DTD_PROHIBITED =
-  'For security reasons DTD is prohibited in this XML document. To enable DTD processing set the DtdProcessing property on XmlReaderSettings to Parse and pass the settings to XmlReader.Create method.';
+  'For security reasons DTD is prohibited in this XML document. To enable DTD processing set the DtdProcessing property on ' +
+  'XmlReaderSettings to Parse and pass the settings to XmlReader.Create method.';
 export const xmlTooDeep = (maxDepth: number): string => `The document nests elements deeper than ${maxDepth}.`;
 
 // --- The proxy's own: a passthrough whose legacy origin failed (docs/migration.md §6) ---------------
@@ -150,7 +152,10 @@ export function upstreamText(failure: UpstreamFailure): string {
     case 'error_document':
       return failure.message;
     case 'status':
-      return `The remote server returned an error: (${failure.status}) ${DOTNET_STATUS_TEXT[failure.status] ?? STATUS_CODES[failure.status] ?? 'Unknown'}.`;
+      return (
+        `The remote server returned an error: (${failure.status}) ` +
+        `${DOTNET_STATUS_TEXT[failure.status] ?? STATUS_CODES[failure.status] ?? 'Unknown'}.`
+      );
     case 'too_many_redirects':
       return TOO_MANY_REDIRECTS;
     case 'timeout':
@@ -160,7 +165,10 @@ export function upstreamText(failure: UpstreamFailure): string {
     case 'connection_closed':
       return CONNECTION_CLOSED;
     case 'protocol_violation':
-      return `The server committed a protocol violation. Section=${failure.section}${failure.section === 'ResponseBody' ? ' Detail=Response chunk format is invalid' : ''}`;
+      return (
+        `The server committed a protocol violation. ` +
+        `Section=${failure.section}${failure.section === 'ResponseBody' ? ' Detail=Response chunk format is invalid' : ''}`
+      );
     case 'name_not_resolved':
       return `The remote name could not be resolved: '${failure.host}'`;
     case 'tls_untrusted':
@@ -178,9 +186,15 @@ export function upstreamText(failure: UpstreamFailure): string {
     case 'bad_total':
       return 'The upstream answer has no valid totalDesigns attribute.';
     case 'misaligned_page':
-      return `The upstream page at item ${failure.offset} has startResult ${failure.startResult ?? '(none)'} and ${failure.items} items of ${failure.pageSize}.`;
+      return (
+        `The upstream page at item ${failure.offset} has startResult ${failure.startResult ?? '(none)'} and ${failure.items} items ` +
+        `of ${failure.pageSize}.`
+      );
     case 'short_page':
-      return `The upstream page at item ${failure.offset} holds ${failure.items} items of the ${failure.pageSize} asked for, though it reports ${failure.total} in all: the upstream caps its pages below the configured maximum page size.`;
+      return (
+        `The upstream page at item ${failure.offset} holds ${failure.items} items of the ${failure.pageSize} asked for, though it ` +
+        `reports ${failure.total} in all: the upstream caps its pages below the configured maximum page size.`
+      );
     case 'count_mismatch':
       return `The upstream pages hold ${failure.items} items, but report ${failure.total}.`;
   }
@@ -209,7 +223,10 @@ export function refusalText(detail: RefusalDetail): string {
   const instead = `Use ${detail.replacement} instead${detail.successor === null ? '.' : `: ${detail.successor}`}`;
   if (detail.reason === 'sunset')
     return `This operation is no longer available: ${detail.operation} was switched off on ${instant(detail.since)}. ${instead}`;
-  return `This operation is temporarily unavailable (scheduled brownout "${detail.brownout}" until ${instant(detail.until)}): ${detail.operation} is deprecated${sunsetClause(detail)}. ${instead}`;
+  return (
+    `This operation is temporarily unavailable (scheduled brownout "${detail.brownout}" until ${instant(detail.until)}): ` +
+    `${detail.operation} is deprecated${sunsetClause(detail)}. ${instead}`
+  );
 }
 
 /** What a brownout's text says of the sunset: to come, or gone by while the operation still answers outside its windows. */
@@ -261,8 +278,14 @@ export function translationText(detail: TranslationDetail): string {
     case 'invalid_window':
       return `The requested window of ${detail.count} items from item ${detail.offset} is not a range of items.`;
     case 'window_page_cap':
-      return `The requested window of ${detail.count} items needs ${detail.pageCount} upstream pages; one call fetches at most ${detail.maxPages}. Ask for fewer items.`;
+      return (
+        `The requested window of ${detail.count} items needs ${detail.pageCount} upstream pages; one call fetches at most ` +
+        `${detail.maxPages}. Ask for fewer items.`
+      );
     case 'store_page_cap':
-      return `The store has ${detail.total} designs, which take ${detail.pageCount} upstream pages of ${detail.pageSize}; one StoreLookup fetches at most ${detail.maxPages} pages. Use StoreLookupPaged.`;
+      return (
+        `The store has ${detail.total} designs, which take ${detail.pageCount} upstream pages of ${detail.pageSize}; one ` +
+        `StoreLookup fetches at most ${detail.maxPages} pages. Use StoreLookupPaged.`
+      );
   }
 }

@@ -70,7 +70,8 @@ async function expectContained(attack: Attack): Promise<void> {
 }
 
 const envelope = (version: '1.1' | '1.2', op: string, inner: string): string =>
-  `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${inner}</${op}></soap:Body></soap:Envelope>`;
+  `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} ` +
+  `xmlns="${SERVICE_NAMESPACE}">${inner}</${op}></soap:Body></soap:Envelope>`;
 
 const KNOWN: readonly (readonly [string, Attack])[] = [
   [
@@ -88,7 +89,9 @@ const KNOWN: readonly (readonly [string, Attack])[] = [
       method: 'POST',
       path: '/index.asmx',
       headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: `"${SERVICE_NAMESPACE}Search"` },
-      body: `<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>${envelope('1.1', 'Search', '<query>&c;</query>')}`,
+      body:
+        `<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c ` +
+        `"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>${envelope('1.1', 'Search', '<query>&c;</query>')}`,
     },
   ],
   [

@@ -62,7 +62,10 @@ function soapEnvelope(version: '1.1' | '1.2', op: OperationName, params: Params)
     .params.filter((p) => p.name in params)
     .map((p) => `<${p.name}>${escapeXml(String(params[p.name]))}</${p.name}>`)
     .join('');
-  return `${XML_DECLARATION}<soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
+  return (
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${envNs}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}"><soap:Body><${op} ` +
+    `xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`
+  );
 }
 
 function escapeXml(text: string): string {
@@ -124,7 +127,10 @@ function resultOf(binding: Binding, op: OperationName, answer: Reply): XmlElemen
   const envNs = soap11 ? SOAP11_ENV : SOAP12_ENV;
   expect(answer.body).toMatch(
     new RegExp(
-      `^<\\?xml version="1\\.0" encoding="utf-8"\\?><soap:Envelope xmlns:soap="${envNs.replace(/\./g, '\\.')}" xmlns:xsi="http://www\\.w3\\.org/2001/XMLSchema-instance" xmlns:xsd="http://www\\.w3\\.org/2001/XMLSchema"><soap:Body><${op}Response xmlns="http://tempuri\\.org/"><${op}Result><searchResultSet xmlns="" `,
+      `^<\\?xml version="1\\.0" encoding="utf-8"\\?><soap:Envelope xmlns:soap="${envNs.replace(/\./g, '\\.')}" ` +
+        `xmlns:xsi="http://www\\.w3\\.org/2001/XMLSchema-instance" ` +
+        `xmlns:xsd="http://www\\.w3\\.org/2001/XMLSchema"><soap:Body><${op}Response ` +
+        `xmlns="http://tempuri\\.org/"><${op}Result><searchResultSet xmlns="" `,
     ),
   );
   expect(answer.body.endsWith(`</searchResultSet></${op}Result></${op}Response></soap:Body></soap:Envelope>`)).toBe(true);
@@ -262,7 +268,8 @@ describe('errors keep the binding form', () => {
     ],
     [
       'SOAP 1.2',
-      '<soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to read request. ---&gt; There is an error in XML document',
+      '<soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to read request. ---&gt; ' +
+        'There is an error in XML document',
     ],
   ] as const)('%s: a bad int is a read fault', async (binding, expected) => {
     const answer = await call(binding, 'ProductLookup', { productNumber: 'abc' });
@@ -313,7 +320,8 @@ describe('errors keep the binding form', () => {
     expect((await fetch(`${proxy.url}/index.asmx/Nope`)).status).toBe(500);
     expect(await (await fetch(`${proxy.url}/index.asmx/Nope`)).text()).toBe('Nope Web Service method name is not valid.\r\n');
     expect(await (await fetch(`${proxy.url}/index.asmx/storelookup`)).text()).toBe(
-      'Invalid method name &#39;storelookup&#39;,  method names are case sensitive.   The method name &#39;StoreLookup&#39; with the same name but different casing was found.\r\nParameter name: methodName\r\n',
+      'Invalid method name &#39;storelookup&#39;,  method names are case sensitive.   The method name &#39;StoreLookup&#39; with the ' +
+        'same name but different casing was found.\r\nParameter name: methodName\r\n',
     );
   });
 

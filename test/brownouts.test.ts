@@ -128,19 +128,22 @@ describe('the refusal text', () => {
 
   it('names the brownout and its end, the sunset, the replacement and the exact successor request', () => {
     expect(refusalText({ ...brownout, successor: '/product.search.cp?v=3&query=dog', sunsetAt: at('2027-06-30T00:00:00Z') })).toBe(
-      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: /product.search.cp?v=3&query=dog',
+      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and ' +
+        'will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: /product.search.cp?v=3&query=dog',
     );
   });
 
   it('in a brownout after the sunset, says the operation was due to be switched off then, not that it will be', () => {
     expect(refusalText({ ...brownout, successor: null, sunsetAt: at('2026-12-01T10:10:00Z') })).toBe(
-      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and was due to be switched off on 2026-12-01T10:10:00Z. Use /product.search.cp instead.',
+      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and ' +
+        'was due to be switched off on 2026-12-01T10:10:00Z. Use /product.search.cp instead.',
     );
   });
 
   it('leaves out what is not known: no sunset configured, a call that does not translate', () => {
     expect(refusalText({ ...brownout, successor: null, sunsetAt: null })).toBe(
-      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated. Use /product.search.cp instead.',
+      'This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated. ' +
+        'Use /product.search.cp instead.',
     );
   });
 
@@ -157,7 +160,8 @@ describe('the refusal text', () => {
         sunsetAt,
       }),
     ).toBe(
-      'This operation is no longer available: ProductLookup was switched off on 2027-06-30T00:00:00Z. Use /product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42',
+      'This operation is no longer available: ProductLookup was switched off on 2027-06-30T00:00:00Z. Use /product.searchForProduct.cp ' +
+        'instead: /product.searchForProduct.cp?v=3&productId=42',
     );
   });
 });
@@ -180,7 +184,8 @@ describe('the configuration', () => {
     [{ ...valid, clients: ['other'] }, 'brownouts entry 1 (dec-week-1) names the client "other", which the clients table does not list.'],
     [
       { ...valid, operations: ['Serch'] },
-      'brownouts.0.operations.0 must be one of "StoreLookup", "StoreLookupPaged", "ProductLookup", "Search", "AdvancedSearch", got "Serch".',
+      'brownouts.0.operations.0 must be one of "StoreLookup", "StoreLookupPaged", "ProductLookup", "Search", "AdvancedSearch", got ' +
+        '"Serch".',
     ],
     [{ ...valid, start: '2026-12-01T10:00:00' }, 'brownouts.0.start must be an ISO 8601 date and time with an offset'],
     [{ ...valid, repeat: 'hourly' }, 'brownouts.0.repeat must be one of "daily", "weekly", got "hourly".'],
@@ -255,9 +260,14 @@ describe('through the front door, on a clock the test sets', () => {
   const metrics = async (): Promise<string> => (await fetch(`${recorded.admin}/metrics`)).text();
 
   const SUCCESSOR = '/product.search.cp?v=3&query=dog';
-  const REFUSAL = `This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: ${SUCCESSOR}`;
+  const REFUSAL =
+    `This operation is temporarily unavailable (scheduled brownout "dec-week-1" until 2026-12-01T10:30:00Z): Search is ` +
+    `deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: ${SUCCESSOR}`;
   /** The same over HTTP GET/POST, written out once (docs/wire.md §6.3): HTML-encoded, then CRLF. */
-  const REFUSAL_TEXT = `This operation is temporarily unavailable (scheduled brownout &quot;dec-week-1&quot; until 2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: /product.search.cp?v=3&amp;query=dog\r\n`;
+  const REFUSAL_TEXT =
+    `This operation is temporarily unavailable (scheduled brownout &quot;dec-week-1&quot; until ` +
+    `2026-12-01T10:30:00Z): Search is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead: ` +
+    `/product.search.cp?v=3&amp;query=dog\r\n`;
 
   it.each(CALL_BINDINGS)(
     '%s: in the window, the chosen client is refused with the replacement, its successor and the sunset, and nothing goes upstream',
@@ -336,7 +346,8 @@ describe('through the front door, on a clock the test sets', () => {
     const response = await call('soap11', 'AdvancedSearch', { query: 'dog', apiKey: 'shop-key', productTypes: 'Hovercraft' });
     const body = await response.text();
     const text =
-      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2026-12-09T01:00:00Z): AdvancedSearch is deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead.';
+      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2026-12-09T01:00:00Z): AdvancedSearch is ' +
+      'deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead.';
     expectRefusal('soap11', response, body, text);
     expect(response.headers.get('retry-after')).toBe('2700');
     expect(response.headers.get('link')).toBeNull();
@@ -348,7 +359,8 @@ describe('through the front door, on a clock the test sets', () => {
     now = at('2027-07-07T00:15:00Z');
     const response = await searchDog('soap11', 'shop-key');
     const text =
-      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2027-07-07T01:00:00Z): Search is deprecated and was due to be switched off on 2027-06-30T00:00:00Z. ' +
+      'This operation is temporarily unavailable (scheduled brownout "shop-weekly" until 2027-07-07T01:00:00Z): Search is deprecated ' +
+      'and was due to be switched off on 2027-06-30T00:00:00Z. ' +
       `Use /product.search.cp instead: ${SUCCESSOR}`;
     expectRefusal('soap11', response, await response.text(), text);
     expect(response.headers.get('retry-after')).toBe('2700');
@@ -373,7 +385,8 @@ describe('after the sunset, with refuseAfterSunset (the product as npm start run
     const proxy = await startProxy({ deprecation: { ...sunset, refuseAfterSunset: true } });
     try {
       const text =
-        'This operation is no longer available: ProductLookup was switched off on 2021-01-01T00:00:00Z. Use /product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42';
+        'This operation is no longer available: ProductLookup was switched off on 2021-01-01T00:00:00Z. Use ' +
+        '/product.searchForProduct.cp instead: /product.searchForProduct.cp?v=3&productId=42';
       for (const binding of CALL_BINDINGS) {
         const response = await legacyCall(proxy.url, binding, 'ProductLookup', { productNumber: '42', apiKey: `caller-${binding}` });
         const body = await response.text();

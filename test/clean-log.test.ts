@@ -146,7 +146,8 @@ describe.sequential('the log of a normal day', () => {
         [
           '/index.asmx',
           soap(
-            `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId>x</storeId><pageIndex>${KEY}</pageIndex><apiKey>${KEY}</apiKey></StoreLookupPaged>`,
+            `<StoreLookupPaged ` +
+              `xmlns="${SERVICE_NAMESPACE}"><storeId>x</storeId><pageIndex>${KEY}</pageIndex><apiKey>${KEY}</apiKey></StoreLookupPaged>`,
             'StoreLookupPaged',
           ),
         ],

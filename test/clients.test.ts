@@ -78,12 +78,16 @@ describe('finding the client of a call', () => {
     expect(identify('k-shop', null).fingerprint).not.toBe(keyed('k-shop', null).fingerprint);
   });
 
-  it('without deprecation.clientIdKey, apiKeys of the table still match (through the process key), and listed fingerprints are refused', () => {
-    expect(directoryOf([{ name: 'warehouse', apiKeys: ['k-warehouse'] }])('k-warehouse', null).name).toBe('warehouse');
-    expect(() => directoryOf([{ name: 'shop', fingerprints: [clientFingerprint('k-shop')] }])).toThrow(
-      'Invalid configuration: clients list fingerprints, which need deprecation.clientIdKey: without it each process keys the fingerprints with a random key of its own, which no listed fingerprint matches.',
-    );
-  });
+  it(
+    'without deprecation.clientIdKey, apiKeys of the table still match (through the process key), and listed fingerprints are ' + 'refused',
+    () => {
+      expect(directoryOf([{ name: 'warehouse', apiKeys: ['k-warehouse'] }])('k-warehouse', null).name).toBe('warehouse');
+      expect(() => directoryOf([{ name: 'shop', fingerprints: [clientFingerprint('k-shop')] }])).toThrow(
+        'Invalid configuration: clients list fingerprints, which need deprecation.clientIdKey: without it each process keys the ' +
+          'fingerprints with a random key of its own, which no listed fingerprint matches.',
+      );
+    },
+  );
 });
 
 describe('the clients table in the configuration', () => {
@@ -196,7 +200,8 @@ describe('npm run fingerprint (node dist/src/bin/fingerprint.js; npm test builds
       code: 1,
       stdout: '',
       stderr:
-        'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
+        'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) is not set: the proxy then keys fingerprints with a random key ' +
+        'of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
     });
   });
 });

@@ -358,7 +358,9 @@ describe('windows and whole lists cut and joined as text', () => {
   });
 
   it('an empty container written `<mainResults />` takes the items of the window', () => {
-    const page = `<${ROOT} totalDesigns="1" startResult="0" resultLength="0"><mainResults /><searchQuery><searchString>q &amp; r</searchString></searchQuery></${ROOT}>`;
+    const page =
+      `<${ROOT} totalDesigns="1" startResult="0" resultLength="0"><mainResults /><searchQuery><searchString>q &amp; ` +
+      `r</searchString></searchQuery></${ROOT}>`;
     const compact = compactDocument(bytesOf(page), ROOT);
     expect(compact).not.toBeNull();
     const window = { offset: 0, count: 5 };

@@ -180,14 +180,18 @@ describe.skipIf(skipClientSuite(installed && redisInstalled))('dashboards and al
     expect(check.status).toBe(0);
   });
 
-  it('promtool: UpstreamDown fires after two minutes of upstream_up 0 on an instance, not for a blip (test/prometheus/upstream-down.test.yml)', () => {
-    const unit = spawnSync(PROMTOOL, ['test', 'rules', 'upstream-down.test.yml'], {
-      cwd: join(ROOT, 'test', 'prometheus'),
-      encoding: 'utf8',
-    });
-    expect(unit.stdout + unit.stderr).toContain('SUCCESS');
-    expect(unit.status).toBe(0);
-  });
+  it(
+    'promtool: UpstreamDown fires after two minutes of upstream_up 0 on an instance, not for a blip ' +
+      '(test/prometheus/upstream-down.test.yml)',
+    () => {
+      const unit = spawnSync(PROMTOOL, ['test', 'rules', 'upstream-down.test.yml'], {
+        cwd: join(ROOT, 'test', 'prometheus'),
+        encoding: 'utf8',
+      });
+      expect(unit.stdout + unit.stderr).toContain('SUCCESS');
+      expect(unit.status).toBe(0);
+    },
+  );
 
   it.each([
     ['RedisDown fires after two minutes of redis_up 0 on an instance, not for a blip', 'redis-down.test.yml'],

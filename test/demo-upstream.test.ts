@@ -408,9 +408,17 @@ describe('product.searchForProduct.cp', () => {
       [
         '<searchResultSet totalDesigns="1" totalProducts="1" startResult="0" resultLength="1" version="3" sort="by_score_desc">',
         '  <mainResults>',
-        `    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/${design.mediaId}_125x125.jpg" marketplaceUrl="http://www.cafepress.com/buy/${design.caption.split(' ')[0]?.toLowerCase()}/-/pv_design_details/pg_1/id_${design.mediaId}/hlv_1" mediaId="${design.mediaId}">`,
+        `    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/${design.mediaId}_125x125.jpg" ` +
+          `marketplaceUrl="http://www.cafepress.com/buy/${design.caption.split(' ')[0]?.toLowerCase()}/-/pv_design_details/pg_1/id_${design.mediaId}/hlv_1" mediaId="${design.mediaId}">`,
         '      <products total="1">',
-        `        <product thumbnailUrl="http://www.cafepress.com/cp/search/image.aspx?p=${product.productNumber}&amp;i=${design.mediaId}" marketplaceUrl="${storeUrl}.${product.productNumber}" productTypeNumber="${product.merchandiseId}" item="${product.merchandiseCaption.replace(/"/g, '&quot;')}" price="$${price(product.priceCents)}" marketplacePrice="${price(product.marketplacePriceCents)}" productNumber="${product.productNumber}" caption="${twice(product.caption)}" sellerDescription="${twice(product.sellerDescription)}" storeName="Paws Pet Shop Promoting Spay Neuter &amp;amp; Rescue" storeUrl="${storeUrl}" parentSectionName="${twice(section.name)}" parentSectionUrl="${storeUrl}/${section.id}">`,
+        `        <product ` +
+          `thumbnailUrl="http://www.cafepress.com/cp/search/image.aspx?p=${product.productNumber}&amp;i=${design.mediaId}" ` +
+          `marketplaceUrl="${storeUrl}.${product.productNumber}" productTypeNumber="${product.merchandiseId}" ` +
+          `item="${product.merchandiseCaption.replace(/"/g, '&quot;')}" price="$${price(product.priceCents)}" ` +
+          `marketplacePrice="${price(product.marketplacePriceCents)}" productNumber="${product.productNumber}" ` +
+          `caption="${twice(product.caption)}" sellerDescription="${twice(product.sellerDescription)}" storeName="Paws Pet Shop ` +
+          `Promoting Spay Neuter &amp;amp; Rescue" storeUrl="${storeUrl}" parentSectionName="${twice(section.name)}" ` +
+          `parentSectionUrl="${storeUrl}/${section.id}">`,
         '          <colors>',
         ...product.colors.map((color) => `            <color>${color}</color>`),
         '          </colors>',

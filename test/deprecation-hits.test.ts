@@ -279,15 +279,20 @@ describe('named clients behind a load balancer (server.trustProxy)', () => {
     }
   });
 
-  it('true (every hop trusted: the first X-Forwarded-For entry, which any caller writes) is refused for a table that names addresses', () => {
-    expect(() => validateConfig({ server: { trustProxy: true }, clients })).toThrow(
-      'Invalid configuration: server.trustProxy must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
-    );
-    expect(validateConfig({ server: { trustProxy: true }, clients: [{ name: 'shop', apiKeys: ['k'] }] }).server.trustProxy).toBe(true);
-    expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow(
-      'Invalid configuration: server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.',
-    );
-  });
+  it(
+    'true (every hop trusted: the first X-Forwarded-For entry, which any caller writes) is refused for a table that names ' + 'addresses',
+    () => {
+      expect(() => validateConfig({ server: { trustProxy: true }, clients })).toThrow(
+        'Invalid configuration: server.trustProxy must be the number of proxies in front of the proxy (e.g. 1), not true, when a client ' +
+          'of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller ' +
+          'can write.',
+      );
+      expect(validateConfig({ server: { trustProxy: true }, clients: [{ name: 'shop', apiKeys: ['k'] }] }).server.trustProxy).toBe(true);
+      expect(() => validateConfig({ server: { trustProxy: 0 } })).toThrow(
+        'Invalid configuration: server.trustProxy must be true, false or the number of proxies in front (1 to 16), got 0.',
+      );
+    },
+  );
 });
 
 describe('the successor-version link of each answer', () => {
@@ -328,39 +333,47 @@ describe('the successor-version link of each answer', () => {
     },
   );
 
-  it('comes first, before the configured links, and uses deprecation.successorBaseUrl; deprecation.successorUrl is then the service-doc', async () => {
-    const proxy = await startProxy({
-      deprecation: {
-        policyUrl: 'https://example.com/deprecation',
-        successorUrl: 'https://example.com/api',
-        successorBaseUrl: 'https://open-api.example.com',
-      },
-    });
-    try {
-      const response = await fetch(`${proxy.url}/index.asmx/ProductLookup?productNumber=42&apiKey=k`);
-      expect(response.headers.get('link')).toBe(
-        '<https://open-api.example.com/product.searchForProduct.cp?v=3&productId=42>; rel="successor-version", ' +
-          '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="service-doc"',
-      );
-    } finally {
-      await proxy.stop();
-    }
-  });
-
-  it('an answer without a successor of its own (a fault of the request, the WSDL) names deprecation.successorUrl as the successor-version', async () => {
-    const proxy = await startProxy({
-      deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api' },
-    });
-    try {
-      for (const path of ['/index.asmx/ProductLookup?productNumber=x&apiKey=k', '/index.asmx?WSDL']) {
-        const response = await fetch(`${proxy.url}${path}`);
-        await response.arrayBuffer();
+  it(
+    'comes first, before the configured links, and uses deprecation.successorBaseUrl; deprecation.successorUrl is then the ' +
+      'service-doc',
+    async () => {
+      const proxy = await startProxy({
+        deprecation: {
+          policyUrl: 'https://example.com/deprecation',
+          successorUrl: 'https://example.com/api',
+          successorBaseUrl: 'https://open-api.example.com',
+        },
+      });
+      try {
+        const response = await fetch(`${proxy.url}/index.asmx/ProductLookup?productNumber=42&apiKey=k`);
         expect(response.headers.get('link')).toBe(
-          '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"',
+          '<https://open-api.example.com/product.searchForProduct.cp?v=3&productId=42>; rel="successor-version", ' +
+            '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="service-doc"',
         );
+      } finally {
+        await proxy.stop();
       }
-    } finally {
-      await proxy.stop();
-    }
-  });
+    },
+  );
+
+  it(
+    'an answer without a successor of its own (a fault of the request, the WSDL) names deprecation.successorUrl as the ' +
+      'successor-version',
+    async () => {
+      const proxy = await startProxy({
+        deprecation: { policyUrl: 'https://example.com/deprecation', successorUrl: 'https://example.com/api' },
+      });
+      try {
+        for (const path of ['/index.asmx/ProductLookup?productNumber=x&apiKey=k', '/index.asmx?WSDL']) {
+          const response = await fetch(`${proxy.url}${path}`);
+          await response.arrayBuffer();
+          expect(response.headers.get('link')).toBe(
+            '<https://example.com/deprecation>; rel="deprecation"; type="text/html", <https://example.com/api>; rel="successor-version"',
+          );
+        }
+      } finally {
+        await proxy.stop();
+      }
+    },
+  );
 });

@@ -216,7 +216,8 @@ describe.skipIf(skipFleetSuite)('a fleet: three proxies, Redis and HAProxy check
     expect(await fleet.redis.connectedClients()).toBe(fleet.instances.length + 1);
   }, 60_000);
 
-  it('64 concurrent callers of one cold Search spread over the three instances: one upstream request; then within the freshness, none', async () => {
+  it('64 concurrent callers of one cold Search spread over the three instances: one upstream request; then within the freshness, ' +
+    'none', async () => {
     const fleet = await fleetOf();
     const query = 'cold-search-of-the-fleet';
     const upstreamRequests = (): number =>
@@ -248,7 +249,8 @@ describe.skipIf(skipFleetSuite)('a fleet: three proxies, Redis and HAProxy check
     expect(upstreamRequests()).toBe(1);
   }, 60_000);
 
-  it('against a gateway allowing 20 requests/s per key (Mashery), 100 calls/s over 50 distinct queries: no 403-derived fault reaches a caller', async () => {
+  it('against a gateway allowing 20 requests/s per key (Mashery), 100 calls/s over 50 distinct queries: no 403-derived fault reaches a ' +
+    'caller', async () => {
     // Under the gateway's 20 a second in any second: 15 a second on average, 4 at once.
     const fleet = await fleetOf({ config: { upstream: { budget: { requestsPerSecond: 15, burst: 4, maxWaitMs: 1000 } } } });
     const gateway = masheryQpsLimit(20);
@@ -329,30 +331,34 @@ function haproxyMs(text: string): number {
 }
 
 describe("the fleet's deployment examples (docs/fleet.md)", () => {
-  it('deploy/fleet.json drains longer than deploy/haproxy.cfg takes to notice, and the template unit waits for drain and calls in flight', () => {
-    const haproxy = deployFile('haproxy.cfg');
-    const checks = /^\s*default-server check inter (\S+) fall (\d+) rise (\d+)$/m.exec(haproxy);
-    const timeout = /^\s*timeout check (\S+)$/m.exec(haproxy);
-    expect(checks).not.toBeNull();
-    expect(timeout).not.toBeNull();
-    const detection = detectionMs({
-      interMs: haproxyMs(checks![1]!),
-      fall: Number(checks![2]),
-      rise: Number(checks![3]),
-      timeoutMs: haproxyMs(timeout![1]!),
-    });
-    const config = loadConfig({ CONFIG_FILE: join(ROOT, 'deploy', 'fleet.json') });
-    expect(config.server.drainDelayMs).toBeGreaterThan(detection);
-    expect(config.server.trustProxy).toBe(1);
-    expect(haproxy).toMatch(/^\s*option httpchk GET \/readyz$/m);
-    expect(haproxy).toMatch(/^\s*option forwardfor$/m);
-    // The proxy's own deadline comes first: HAProxy's server timeout is longer.
-    expect(haproxyMs(/^\s*timeout server (\S+)$/m.exec(haproxy)![1]!)).toBeGreaterThan(config.upstream.callTimeoutMs);
-    const unit = deployFile('catalog-proxy@.service');
-    const stopSeconds = Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1]);
-    expect(stopSeconds * 1000).toBeGreaterThan(config.server.drainDelayMs + config.server.shutdownGraceMs);
-    expect(deployFile('nginx.conf')).toMatch(/proxy_read_timeout (\d+)s;/);
-  });
+  it(
+    'deploy/fleet.json drains longer than deploy/haproxy.cfg takes to notice, and the template unit waits for drain and calls in ' +
+      'flight',
+    () => {
+      const haproxy = deployFile('haproxy.cfg');
+      const checks = /^\s*default-server check inter (\S+) fall (\d+) rise (\d+)$/m.exec(haproxy);
+      const timeout = /^\s*timeout check (\S+)$/m.exec(haproxy);
+      expect(checks).not.toBeNull();
+      expect(timeout).not.toBeNull();
+      const detection = detectionMs({
+        interMs: haproxyMs(checks![1]!),
+        fall: Number(checks![2]),
+        rise: Number(checks![3]),
+        timeoutMs: haproxyMs(timeout![1]!),
+      });
+      const config = loadConfig({ CONFIG_FILE: join(ROOT, 'deploy', 'fleet.json') });
+      expect(config.server.drainDelayMs).toBeGreaterThan(detection);
+      expect(config.server.trustProxy).toBe(1);
+      expect(haproxy).toMatch(/^\s*option httpchk GET \/readyz$/m);
+      expect(haproxy).toMatch(/^\s*option forwardfor$/m);
+      // The proxy's own deadline comes first: HAProxy's server timeout is longer.
+      expect(haproxyMs(/^\s*timeout server (\S+)$/m.exec(haproxy)![1]!)).toBeGreaterThan(config.upstream.callTimeoutMs);
+      const unit = deployFile('catalog-proxy@.service');
+      const stopSeconds = Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1]);
+      expect(stopSeconds * 1000).toBeGreaterThan(config.server.drainDelayMs + config.server.shutdownGraceMs);
+      expect(deployFile('nginx.conf')).toMatch(/proxy_read_timeout (\d+)s;/);
+    },
+  );
 
   it.skipIf(skipFleetSuite)('deploy/haproxy.cfg is a valid HAProxy configuration (haproxy -c)', () => {
     const check = spawnSync(haproxyBinary(), ['-c', '-f', join(ROOT, 'deploy', 'haproxy.cfg')], { encoding: 'utf8' });
@@ -360,43 +366,46 @@ describe("the fleet's deployment examples (docs/fleet.md)", () => {
     expect(check.status).toBe(0);
   });
 
-  it('deploy/catalog-proxy@.service runs instance N on 8080 + N and 9464 + N with the production command, and stops on SIGTERM', async () => {
-    const unit = deployFile('catalog-proxy@.service');
-    const execStart = /^ExecStart=\/bin\/sh -c '(.*)'$/m.exec(unit)?.[1];
-    expect(execStart).toContain('exec /usr/bin/node dist/src/bin/start.js');
-    // An instance number whose two ports are free here (the real ones, 8081 and on, may be taken).
-    let instance = 0;
-    for (let tries = 0; tries < 20 && instance === 0; tries++) {
-      const port = await freePort();
-      const admin = port + 1384;
-      if (port > 8080 && admin < 65536 && (await portFree(admin))) instance = port - 8080;
-    }
-    expect(instance).toBeGreaterThan(0);
-    // What systemd runs: %i the instance, $$ a dollar; node the one running these tests.
-    const command = execStart!.replaceAll('%i', String(instance)).replaceAll('$$', '$').replace('/usr/bin/node', process.execPath);
-    const child = spawn('/bin/sh', ['-c', command], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        HOST: '127.0.0.1',
-        NODE_ENV: 'production',
-        UPSTREAM_URL: 'http://127.0.0.1:9',
-        CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
-      },
-      stdio: 'ignore',
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    try {
-      for (const port of [8080 + instance, 9464 + instance]) {
-        await waitUntil(`/readyz on ${port}`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 10_000);
+  it(
+    'deploy/catalog-proxy@.service runs instance N on 8080 + N and 9464 + N with the production command, and stops on ' + 'SIGTERM',
+    async () => {
+      const unit = deployFile('catalog-proxy@.service');
+      const execStart = /^ExecStart=\/bin\/sh -c '(.*)'$/m.exec(unit)?.[1];
+      expect(execStart).toContain('exec /usr/bin/node dist/src/bin/start.js');
+      // An instance number whose two ports are free here (the real ones, 8081 and on, may be taken).
+      let instance = 0;
+      for (let tries = 0; tries < 20 && instance === 0; tries++) {
+        const port = await freePort();
+        const admin = port + 1384;
+        if (port > 8080 && admin < 65536 && (await portFree(admin))) instance = port - 8080;
       }
-      // exec: the shell became node, so the signal systemd sends reaches the proxy itself.
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-    } finally {
-      child.kill('SIGKILL');
-    }
-  });
+      expect(instance).toBeGreaterThan(0);
+      // What systemd runs: %i the instance, $$ a dollar; node the one running these tests.
+      const command = execStart!.replaceAll('%i', String(instance)).replaceAll('$$', '$').replace('/usr/bin/node', process.execPath);
+      const child = spawn('/bin/sh', ['-c', command], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOST: '127.0.0.1',
+          NODE_ENV: 'production',
+          UPSTREAM_URL: 'http://127.0.0.1:9',
+          CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
+        },
+        stdio: 'ignore',
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      try {
+        for (const port of [8080 + instance, 9464 + instance]) {
+          await waitUntil(`/readyz on ${port}`, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200, 10_000);
+        }
+        // exec: the shell became node, so the signal systemd sends reaches the proxy itself.
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    },
+  );
 });
 
 /** Whether nothing listens on `port` on loopback. */

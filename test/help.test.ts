@@ -45,7 +45,8 @@ const mappingRows = (html: string): string[][] =>
   );
 
 const PLACEHOLDERS_SENTENCE = (protocol: string): string =>
-  `<p>The following is a sample ${protocol} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.</p>`;
+  `<p>The following is a sample ${protocol} request and response.  The <font class=value>placeholders</font> shown need to be replaced ` +
+  `with actual values.</p>`;
 
 describe('renderServiceHelp', () => {
   const html = renderServiceHelp(service(), URL);
@@ -171,7 +172,8 @@ describe('renderOperationHelp', () => {
     );
     expect(soapRequest).toContain(
       '&lt;?xml version="1.0" encoding="utf-8"?&gt;\r\n' +
-        '&lt;soap:Envelope xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"&gt;\r\n' +
+        '&lt;soap:Envelope xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema" ' +
+        'xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"&gt;\r\n' +
         '  &lt;soap:Body&gt;\r\n' +
         '    &lt;StoreLookupPaged xmlns="http://tempuri.org/"&gt;\r\n' +
         '      &lt;storeId&gt;<font class=value>string</font>&lt;/storeId&gt;\r\n',

@@ -112,7 +112,8 @@ describe('the operator token (server.adminToken)', () => {
 
   it('guards /ledger on the service port too, which server.operatorOnServicePort may name only with a token', async () => {
     expect(() => loadConfig({}, { server: { operatorOnServicePort: ['/ledger'] } })).toThrow(
-      'Invalid configuration: server.operatorOnServicePort names "/ledger", which needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE)',
+      'Invalid configuration: server.operatorOnServicePort names "/ledger", which needs server.adminToken (ADMIN_TOKEN or ' +
+        'ADMIN_TOKEN_FILE)',
     );
     const { proxy } = await operatorApp({ adminToken: TOKEN, operatorOnServicePort: ['/metrics', '/ledger'] });
     expect((await fetch(`${proxy}/metrics`)).status).toBe(200);
@@ -218,7 +219,8 @@ describe('the operator token in the configuration', () => {
     [
       'a token with a space',
       { ADMIN_TOKEN: `${TOKEN} ${TOKEN}` },
-      'ADMIN_TOKEN (server.adminToken) must be visible ASCII characters without spaces, as an Authorization header carries it, got a value not shown here (a secret).',
+      'ADMIN_TOKEN (server.adminToken) must be visible ASCII characters without spaces, as an Authorization header carries it, got a ' +
+        'value not shown here (a secret).',
     ],
     [
       'two newlines in the file',
@@ -315,7 +317,9 @@ describe('npm start and the operator listener', () => {
     const started = startProcess({ ...PRODUCTION, ADMIN_HOST: '0.0.0.0' });
     expect(await started.code).toBe(1);
     expect(started.stderr().trim()).toBe(
-      'Invalid configuration: ADMIN_TOKEN (server.adminToken) must be set when NODE_ENV is "production" and the operator listener leaves loopback (ADMIN_HOST, server.adminHost, is "0.0.0.0"): /ledger and /reload would be refused to everyone. Set ADMIN_TOKEN or ADMIN_TOKEN_FILE (make one with `openssl rand -hex 32`), or listen on 127.0.0.1.',
+      'Invalid configuration: ADMIN_TOKEN (server.adminToken) must be set when NODE_ENV is "production" and the operator listener ' +
+        'leaves loopback (ADMIN_HOST, server.adminHost, is "0.0.0.0"): /ledger and /reload would be refused to everyone. Set ' +
+        'ADMIN_TOKEN or ADMIN_TOKEN_FILE (make one with `openssl rand -hex 32`), or listen on 127.0.0.1.',
     );
     expect(started.lines.map((line) => (JSON.parse(line) as { event?: string }).event)).not.toContain('listening');
   });

@@ -26,7 +26,9 @@ function readResponse(status: number, text: string, root: string, secrets: reado
 const ROOT = 'searchResultSet';
 
 /** A `searchResultSet` page as the upstream writes it: no XML declaration, 2-space indentation. */
-const SEARCH_RESULT = `<searchResultSet totalDesigns="2" totalProducts="3" startResult="0" resultLength="2" version="3" sort="by_score_desc">
+const SEARCH_RESULT =
+  `<searchResultSet totalDesigns="2" totalProducts="3" startResult="0" resultLength="2" version="3" ` +
+  `sort="by_score_desc">
   <mainResults>
     <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/101_125x125.jpg" marketplaceUrl="http://www.cafepress.com/+dog,101" mediaId="101">
       <products total="2">

@@ -17,18 +17,21 @@ import { SOAP11_ENV } from './support/wire.js';
 const xmlEscaped = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 describe('what names a key: parameters and elements, whatever the spelling of the name', () => {
-  it('the value of apiKey and appKey in a query, a form or a quoted URL, the name decoded and matched in any case, as ASP.NET reads it', () => {
-    expect(
-      redact('GET /index.asmx/Search?query=dog&APIKEY=a&%61piKey=b%2b&api%4Bey=c+d&%u0061ppKey=e&apikeys=f&my_apiKey=g&apiKey=', []),
-    ).toBe(
-      'GET /index.asmx/Search?query=dog&APIKEY=[redacted]&%61piKey=[redacted]&api%4Bey=[redacted]&%u0061ppKey=[redacted]' +
-        '&apikeys=f&my_apiKey=g&apiKey=',
-    );
-    // A value runs to the end of the pair: what follows it in the same word may be part of it.
-    expect(redact('Bad form: query=dog&amp;apiKey=x%2by, then "appKey=z" (appKey=w)', [])).toBe(
-      'Bad form: query=dog&amp;apiKey=[redacted] then "appKey=[redacted]" (appKey=[redacted]',
-    );
-  });
+  it(
+    'the value of apiKey and appKey in a query, a form or a quoted URL, the name decoded and matched in any case, as ASP.NET ' + 'reads it',
+    () => {
+      expect(
+        redact('GET /index.asmx/Search?query=dog&APIKEY=a&%61piKey=b%2b&api%4Bey=c+d&%u0061ppKey=e&apikeys=f&my_apiKey=g&apiKey=', []),
+      ).toBe(
+        'GET /index.asmx/Search?query=dog&APIKEY=[redacted]&%61piKey=[redacted]&api%4Bey=[redacted]&%u0061ppKey=[redacted]' +
+          '&apikeys=f&my_apiKey=g&apiKey=',
+      );
+      // A value runs to the end of the pair: what follows it in the same word may be part of it.
+      expect(redact('Bad form: query=dog&amp;apiKey=x%2by, then "appKey=z" (appKey=w)', [])).toBe(
+        'Bad form: query=dog&amp;apiKey=[redacted] then "appKey=[redacted]" (appKey=[redacted]',
+      );
+    },
+  );
 
   it('the value of a key parameter in a quoted URL escaped once (= and & escaped in any case or as %u), or in a URL-valued one', () => {
     const quoted =

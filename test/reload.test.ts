@@ -40,16 +40,19 @@ describe('what a reload may change (pure)', () => {
     expect(config.brownouts).toEqual(next.brownouts);
   });
 
-  it('refuses what a start would refuse, the settings kept as they run included: routes that need the origin the reload could not add', () => {
-    const running = configOf();
-    const next = configOf({ legacy: { origin: 'http://old.example', routes: [{ mode: 'passthrough' }] } });
-    expect(() => reloaded(running, next)).toThrow(
-      new ConfigError(
-        'legacy.routes',
-        'need legacy.origin: the old service the routes send calls to. (with legacy.origin as it runs until a restart)',
-      ),
-    );
-  });
+  it(
+    'refuses what a start would refuse, the settings kept as they run included: routes that need the origin the reload could ' + 'not add',
+    () => {
+      const running = configOf();
+      const next = configOf({ legacy: { origin: 'http://old.example', routes: [{ mode: 'passthrough' }] } });
+      expect(() => reloaded(running, next)).toThrow(
+        new ConfigError(
+          'legacy.routes',
+          'need legacy.origin: the old service the routes send calls to. (with legacy.origin as it runs until a restart)',
+        ),
+      );
+    },
+  );
 
   it('names nothing when nothing that needs a restart changed, and every restart-only path exists', () => {
     const running = configOf();

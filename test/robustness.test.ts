@@ -307,7 +307,8 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
       const start = (Number(params.get(naming.pageParam)) - naming.firstPage) * asked;
       const items = range(start, Math.min(start + asked, start + 50, 1000)).map((id) => `<searchResultItem mediaId="${id}" />`);
       return parseXml(
-        `<searchResultSet totalDesigns="1000" startResult="${start}" resultLength="${items.length}"><mainResults>${items.join('')}</mainResults></searchResultSet>`,
+        `<searchResultSet totalDesigns="1000" startResult="${start}" ` +
+          `resultLength="${items.length}"><mainResults>${items.join('')}</mainResults></searchResultSet>`,
       );
     },
   });
@@ -320,7 +321,8 @@ describe('upstream pages that do not line up are refused, not answered wrongly',
     await expect(createCallAnswerer(testConfig())(call, cappedAt50(naming))).rejects.toMatchObject({
       reason: 'upstream_invalid',
       message:
-        'The upstream page at item 0 holds 50 items of the 80 asked for, though it reports 1000 in all: the upstream caps its pages below the configured maximum page size.',
+        'The upstream page at item 0 holds 50 items of the 80 asked for, though it reports 1000 in all: the upstream caps its pages ' +
+        'below the configured maximum page size.',
     });
   });
 
@@ -352,7 +354,8 @@ describe('the elements of the upstream answers are configuration', () => {
         .join('');
       res.writeHead(200, { 'content-type': 'text/xml' });
       res.end(
-        `<results totalDesigns="500" startResult="${start}" resultLength="${Math.min(size, 500 - start)}"><list>${entries}<note>kept out</note></list></results>`,
+        `<results totalDesigns="500" startResult="${start}" resultLength="${Math.min(size, 500 - start)}"><list>${entries}<note>kept ` +
+          `out</note></list></results>`,
       );
     });
   }
@@ -492,7 +495,8 @@ describe('the operator listener', () => {
 
 describe('hostile input', () => {
   const envelope = (version: '1.1' | '1.2', op: string): string =>
-    `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}"><soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;
+    `<?xml version="1.0" encoding="utf-8"?><soap:Envelope ` +
+    `xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}"><soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;
 
   it('a Content-Type parameter with a long run of spaces inside is read in linear time', async () => {
     const proxy = await proxyTo((await upstream(never)).origin);
@@ -594,7 +598,8 @@ describe('client fingerprints', () => {
       [
         '--input-type=module',
         '-e',
-        `import { clientFingerprint } from './dist/src/clients/fingerprint.js'; process.stdout.write(clientFingerprint('${apiKey}', null));`,
+        `import { clientFingerprint } from './dist/src/clients/fingerprint.js'; process.stdout.write(clientFingerprint('${apiKey}', ` +
+          `null));`,
       ],
       {
         encoding: 'utf8',

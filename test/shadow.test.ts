@@ -30,10 +30,12 @@ const DEAD_ORIGIN = 'http://127.0.0.1:1';
 // --- The comparison (pure) -------------------------------------------------------------------------
 
 const soap = (payload: string, prefix = 'soap'): string =>
-  `<?xml version="1.0" encoding="utf-8"?><${prefix}:Envelope xmlns:${prefix}="${SOAP11_ENV}"><${prefix}:Body>${payload}</${prefix}:Body></${prefix}:Envelope>`;
+  `<?xml version="1.0" encoding="utf-8"?><${prefix}:Envelope ` +
+  `xmlns:${prefix}="${SOAP11_ENV}"><${prefix}:Body>${payload}</${prefix}:Body></${prefix}:Envelope>`;
 const searchAnswer = (items: string): string =>
   soap(
-    `<SearchResponse xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" total="2"><mainResults>${items}</mainResults></searchResultSet></SearchResult></SearchResponse>`,
+    `<SearchResponse xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" ` +
+      `total="2"><mainResults>${items}</mainResults></searchResultSet></SearchResult></SearchResponse>`,
   );
 const ok = (body: string) => ({ status: 200, body });
 const soapFault = (code: string, text: string) => ({
@@ -43,13 +45,15 @@ const soapFault = (code: string, text: string) => ({
 
 describe('comparing two answers (pure)', () => {
   const items =
-    '<searchResultItem id="1" price="3"><title>Dog</title></searchResultItem><searchResultItem id="2" price="4"><title>Cat</title></searchResultItem>';
+    '<searchResultItem id="1" price="3"><title>Dog</title></searchResultItem><searchResultItem id="2" ' +
+    'price="4"><title>Cat</title></searchResultItem>';
 
   it('ignores prefixes, namespace declarations, attribute order, whitespace-only text, comments and CDATA', () => {
     const other = soap(
       `<r:SearchResponse xmlns:r="http://tempuri.org/" xmlns:extra="urn:x">\n  <r:SearchResult>\n    <searchResultSet total="2" xmlns="">` +
         `<mainResults><!-- page 1 --><searchResultItem price="3" id="1"><title><![CDATA[Dog]]></title></searchResultItem>\n` +
-        `<searchResultItem price="4" id="2"><title>Cat</title></searchResultItem></mainResults></searchResultSet></r:SearchResult></r:SearchResponse>`,
+        `<searchResultItem price="4" ` +
+        `id="2"><title>Cat</title></searchResultItem></mainResults></searchResultSet></r:SearchResult></r:SearchResponse>`,
       'env',
     );
     expect(compareReplies('soap11', ok(searchAnswer(items)), ok(other))).toBeNull();
@@ -378,7 +382,9 @@ describe('passthrough', () => {
     });
     try {
       const proxy = await routed(`${stub.origin}/old-root/`, [{ mode: 'passthrough' }]);
-      const envelope = `<soap:Envelope xmlns:soap="${SOAP12_ENV}"><soap:Body><Search xmlns="http://tempuri.org/"><query>a</query></Search></soap:Body></soap:Envelope>`;
+      const envelope =
+        `<soap:Envelope xmlns:soap="${SOAP12_ENV}"><soap:Body><Search ` +
+        `xmlns="http://tempuri.org/"><query>a</query></Search></soap:Body></soap:Envelope>`;
       const answer = await rawRequest(proxy.url, {
         method: 'POST',
         path: '/somewhere/../index.asmx?x=1',
@@ -515,26 +521,29 @@ describe('shadow', () => {
     },
   );
 
-  it('an origin whose fault quotes the key as .NET writes it in a URL (%2b, %2f, + for a space): the mismatch line never holds it', async () => {
-    const key = 'Se+cr et/K=y';
-    const stub = await startStubUpstream((req, res) => {
-      req.resume();
-      // As ASP.NET quotes a value it could not use: the text of the exception, HTML-encoded, over HTTP GET.
-      req.on('end', () =>
-        res.writeHead(500, { 'content-type': TEXT_CONTENT_TYPE }).end(`Key ${dotnetUrlEncode(key)} is not valid for Search.\r\n`),
-      );
-    });
-    try {
-      const proxy = await routed(stub.origin, [{ mode: 'shadow', operations: ['Search'] }]);
-      expect(await statusOf(legacyCall(proxy.url, 'httpGet', 'Search', { ...SEARCH, apiKey: key }))).toBe(200);
-      await eventually(async () => (await proxy.comparisons('Search', 'mismatch')) === 1);
-      const line = proxy.lines.find((candidate) => candidate.event === 'shadow_mismatch');
-      expect(line).toMatchObject({ diff: { path: '/', legacy: 'fault HTTP 500: Key [redacted] is not valid for Search.\r\n' } });
-      expect(JSON.stringify(proxy.lines)).not.toContain(dotnetUrlEncode(key));
-    } finally {
-      await stub.close();
-    }
-  });
+  it(
+    'an origin whose fault quotes the key as .NET writes it in a URL (%2b, %2f, + for a space): the mismatch line never ' + 'holds it',
+    async () => {
+      const key = 'Se+cr et/K=y';
+      const stub = await startStubUpstream((req, res) => {
+        req.resume();
+        // As ASP.NET quotes a value it could not use: the text of the exception, HTML-encoded, over HTTP GET.
+        req.on('end', () =>
+          res.writeHead(500, { 'content-type': TEXT_CONTENT_TYPE }).end(`Key ${dotnetUrlEncode(key)} is not valid for Search.\r\n`),
+        );
+      });
+      try {
+        const proxy = await routed(stub.origin, [{ mode: 'shadow', operations: ['Search'] }]);
+        expect(await statusOf(legacyCall(proxy.url, 'httpGet', 'Search', { ...SEARCH, apiKey: key }))).toBe(200);
+        await eventually(async () => (await proxy.comparisons('Search', 'mismatch')) === 1);
+        const line = proxy.lines.find((candidate) => candidate.event === 'shadow_mismatch');
+        expect(line).toMatchObject({ diff: { path: '/', legacy: 'fault HTTP 500: Key [redacted] is not valid for Search.\r\n' } });
+        expect(JSON.stringify(proxy.lines)).not.toContain(dotnetUrlEncode(key));
+      } finally {
+        await stub.close();
+      }
+    },
+  );
 
   it('answerFrom legacy: the caller gets the origin’s bytes, and the translated path is compared in the background', async () => {
     const proxy = await routed(origin.url, [{ mode: 'shadow', answerFrom: 'legacy' }]);

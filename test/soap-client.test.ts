@@ -147,7 +147,8 @@ function faultEnvelope(version: SoapVersionCase, code: string, text: string): st
   const fault =
     version.portSuffix === 'Soap'
       ? `<soap:Fault><faultcode>${code}</faultcode><faultstring>${text}</faultstring><detail /></soap:Fault>`
-      : `<soap:Fault><soap:Code><soap:Value>${code}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">${text}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
+      : `<soap:Fault><soap:Code><soap:Value>${code}</soap:Value></soap:Code><soap:Reason><soap:Text ` +
+        `xml:lang="en">${text}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
   return `${envelopeStart(version)}<soap:Body>${fault}</soap:Body></soap:Envelope>`;
 }
 

@@ -24,7 +24,9 @@ function envelope(envNs: string, body: string): Buffer {
   );
 }
 
-const storeLookupPaged = `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId>cybersprocket</storeId><pageIndex>2</pageIndex><pageSize> 25 </pageSize></StoreLookupPaged>`;
+const storeLookupPaged =
+  `<StoreLookupPaged ` +
+  `xmlns="${SERVICE_NAMESPACE}"><storeId>cybersprocket</storeId><pageIndex>2</pageIndex><pageSize> 25 </pageSize></StoreLookupPaged>`;
 
 function read(request: Partial<SoapRequest> & { body: Buffer }) {
   return readSoapRequest({ contentType: XML_CONTENT_TYPE, soapAction: undefined, ...request }, SERVICE_NAMESPACE);
@@ -177,7 +179,8 @@ describe('checks after routing (docs/wire.md §2.5)', () => {
   it('xsi:nil, empty elements and unknown elements (docs/wire.md §5.5)', () => {
     const body = envelope(
       SOAP11_ENV,
-      `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId xsi:nil="true"/><apiKey/><Version>x</Version><other>y</other><pageIndex>-7</pageIndex><pageSize>+3</pageSize></StoreLookupPaged>`,
+      `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><storeId ` +
+        `xsi:nil="true"/><apiKey/><Version>x</Version><other>y</other><pageIndex>-7</pageIndex><pageSize>+3</pageSize></StoreLookupPaged>`,
     );
     const { call } = read({ soapAction, body });
     expect(call.args).toEqual({ storeId: null, apiKey: '', version: null, productTypes: null, pageIndex: -7, pageSize: 3 });
@@ -192,12 +195,17 @@ describe('checks after routing (docs/wire.md §2.5)', () => {
 
 describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
   const result = parseXml(
-    '<searchResultSet totalDesigns="1" sort="by_score_desc">\n  <mainResults>\n    <searchResultItem mediaId="7" />\n  </mainResults>\n</searchResultSet>',
+    '<searchResultSet totalDesigns="1" sort="by_score_desc">\n  <mainResults>\n    <searchResultItem mediaId="7" />\n  ' +
+      '</mainResults>\n</searchResultSet>',
   );
 
   it('success envelope, byte for byte', () => {
     expect(successEnvelope('1.1', SERVICE_NAMESPACE, findOperation('Search')!, result)).toBe(
-      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><SearchResponse xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" totalDesigns="1" sort="by_score_desc"><mainResults><searchResultItem mediaId="7" /></mainResults></searchResultSet></SearchResult></SearchResponse></soap:Body></soap:Envelope>',
+      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" ' +
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><SearchResponse ' +
+        'xmlns="http://tempuri.org/"><SearchResult><searchResultSet xmlns="" totalDesigns="1" ' +
+        'sort="by_score_desc"><mainResults><searchResultItem mediaId="7" ' +
+        '/></mainResults></searchResultSet></SearchResult></SearchResponse></soap:Body></soap:Envelope>',
     );
   });
 
@@ -209,7 +217,11 @@ describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
 
   it('SOAP 1.1 fault, byte for byte, with ---&gt;', () => {
     expect(faultEnvelope('1.1', 'Server', ['Server was unable to process request.', 'The operation has timed out'])).toBe(
-      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><faultcode>soap:Server</faultcode><faultstring>Server was unable to process request. ---&gt; The operation has timed out</faultstring><detail /></soap:Fault></soap:Body></soap:Envelope>',
+      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" ' +
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><faultcode>soap:Server</faultcode><faultstring>Server ' +
+        'was unable to process request. ---&gt; The operation has timed out</faultstring><detail ' +
+        '/></soap:Fault></soap:Body></soap:Envelope>',
     );
   });
 
@@ -217,13 +229,18 @@ describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
     expect(
       faultEnvelope('1.2', 'Client', ['Unable to handle request without a valid action parameter. Please supply a valid soap action.']),
     ).toBe(
-      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Unable to handle request without a valid action parameter. Please supply a valid soap action.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
+      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" ' +
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Unable to handle request without a valid action parameter. Please supply a valid soap action.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
     );
   });
 
   it('VersionMismatch carries the Upgrade header', () => {
     expect(faultEnvelope('1.1', 'VersionMismatch', ['x'])).toContain(
-      '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header><soap:Body><soap:Fault><faultcode>soap:VersionMismatch</faultcode>',
+      '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope ' +
+        'qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope ' +
+        'qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" ' +
+        '/></soap12:Upgrade></soap:Header><soap:Body><soap:Fault><faultcode>soap:VersionMismatch</faultcode>',
     );
   });
 });

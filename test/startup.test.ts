@@ -168,29 +168,32 @@ describe('npm start', () => {
     expect(exit.stdout.join('\n')).not.toContain('deprecated_call');
   });
 
-  it('when the hit file fails (a full disk), says so once, writes the hits to stdout from then on, and still stops on SIGTERM', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'proxy-full-'));
-    const file = join(dir, 'proxy.json');
-    writeFileSync(file, JSON.stringify({ log: { hitsFile: '/dev/full' } }));
-    const started = performance.now();
-    const exit = await run({ CONFIG_FILE: file }, async (lines, kill) => {
-      const { address } = await nextEvent(lines, 'listening');
-      const search = async (query: string): Promise<void> =>
-        expect((await fetch(`${String(address)}/index.asmx/Search?query=${query}`)).status).toBe(200);
-      await search('dog');
-      await nextEvent(lines, 'hits_file_failed');
-      await search('cat');
-      await search('owl');
-      for (let i = 0; i < 2; i++) await nextEvent(lines, 'deprecated_call');
-      kill();
-    });
-    expect(exit.code).toBe(0);
-    expect(performance.now() - started).toBeLessThan(10_000);
-    const events = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(events.filter((line) => line.event === 'hits_file_failed')).toEqual([
-      expect.objectContaining({ level: 'error', key: 'log.hitsFile', value: '/dev/full', code: 'ENOSPC' }),
-    ]);
-  });
+  it(
+    'when the hit file fails (a full disk), says so once, writes the hits to stdout from then on, and still stops on ' + 'SIGTERM',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'proxy-full-'));
+      const file = join(dir, 'proxy.json');
+      writeFileSync(file, JSON.stringify({ log: { hitsFile: '/dev/full' } }));
+      const started = performance.now();
+      const exit = await run({ CONFIG_FILE: file }, async (lines, kill) => {
+        const { address } = await nextEvent(lines, 'listening');
+        const search = async (query: string): Promise<void> =>
+          expect((await fetch(`${String(address)}/index.asmx/Search?query=${query}`)).status).toBe(200);
+        await search('dog');
+        await nextEvent(lines, 'hits_file_failed');
+        await search('cat');
+        await search('owl');
+        for (let i = 0; i < 2; i++) await nextEvent(lines, 'deprecated_call');
+        kill();
+      });
+      expect(exit.code).toBe(0);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      const events = exit.stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(events.filter((line) => line.event === 'hits_file_failed')).toEqual([
+        expect.objectContaining({ level: 'error', key: 'log.hitsFile', value: '/dev/full', code: 'ENOSPC' }),
+      ]);
+    },
+  );
 
   it('on SIGTERM fails /readyz for server.drainDelayMs while still serving, then stops; a second signal stops at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proxy-drain-'));
@@ -221,65 +224,72 @@ describe('npm start', () => {
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 
-  it('on SIGHUP reads CONFIG_FILE again: new calls get it, what needs a restart is named, an invalid file is refused and the running one kept', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'proxy-reload-')), 'proxy.json');
-    writeFileSync(file, JSON.stringify({}));
-    const exit = await run({ CONFIG_FILE: file }, async (lines, kill, signal) => {
-      const { address } = await nextEvent(lines, 'listening');
-      expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(200);
-
-      const start = new Date(Date.now() - 60_000).toISOString();
-      writeFileSync(
-        file,
-        JSON.stringify({
-          server: { maxConcurrentCalls: 5 },
-          brownouts: [{ name: 'hup', operations: ['Search'], start, durationMinutes: 60 }],
-        }),
-      );
-      signal('SIGHUP');
-      const reloaded = await nextEvent(lines, 'config_reloaded');
-      expect(reloaded.restartNeeded).toEqual(['server']);
-      expect(reloaded.msg).toBe('Configuration reloaded: new calls use it, but server takes effect only after a restart');
-      const refused = await fetch(`${String(address)}/index.asmx/Search?query=dog`);
-      expect([refused.status, await refused.text()]).toEqual([500, expect.stringContaining('brownout &quot;hup&quot;')]);
-
-      writeFileSync(file, JSON.stringify({ brownouts: [{ name: 'hup', start: 'tomorrow', durationMinutes: 60 }] }));
-      signal('SIGHUP');
-      const invalid = await nextEvent(lines, 'config_reload_refused');
-      expect(invalid.msg).toMatch(/^Invalid configuration: brownouts\.0\.start .* The running configuration is kept\.$/);
-      expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(500);
-      kill();
-    });
-    expect(exit.code).toBe(0);
-  });
-
-  it('closes the connection of every reply from SIGTERM on, so that a call in flight when the listener closes does not hold the stop', async () => {
-    // A load balancer keeps its connections alive: one left open after the last call would hold the
-    // listener's close until server.shutdownGraceMs, and the exit would say calls were still in flight.
-    const upstream = await startStubUpstream((req, res) => {
-      const page = pageDocument(10, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES);
-      setTimeout(() => res.writeHead(200, { 'content-type': 'text/xml' }).end(page), 1500);
-    });
-    let answeredAt = 0;
-    try {
-      const exit = await run({ UPSTREAM_URL: upstream.origin }, async (lines, kill) => {
+  it(
+    'on SIGHUP reads CONFIG_FILE again: new calls get it, what needs a restart is named, an invalid file is refused and the running ' +
+      'one kept',
+    async () => {
+      const file = join(mkdtempSync(join(tmpdir(), 'proxy-reload-')), 'proxy.json');
+      writeFileSync(file, JSON.stringify({}));
+      const exit = await run({ CONFIG_FILE: file }, async (lines, kill, signal) => {
         const { address } = await nextEvent(lines, 'listening');
-        expect((await fetch(`${String(address)}/healthz`)).headers.get('connection')).toBe('keep-alive');
-        const inFlight = fetch(`${String(address)}/index.asmx/Search?query=dog`);
-        while (upstream.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(200);
+
+        const start = new Date(Date.now() - 60_000).toISOString();
+        writeFileSync(
+          file,
+          JSON.stringify({
+            server: { maxConcurrentCalls: 5 },
+            brownouts: [{ name: 'hup', operations: ['Search'], start, durationMinutes: 60 }],
+          }),
+        );
+        signal('SIGHUP');
+        const reloaded = await nextEvent(lines, 'config_reloaded');
+        expect(reloaded.restartNeeded).toEqual(['server']);
+        expect(reloaded.msg).toBe('Configuration reloaded: new calls use it, but server takes effect only after a restart');
+        const refused = await fetch(`${String(address)}/index.asmx/Search?query=dog`);
+        expect([refused.status, await refused.text()]).toEqual([500, expect.stringContaining('brownout &quot;hup&quot;')]);
+
+        writeFileSync(file, JSON.stringify({ brownouts: [{ name: 'hup', start: 'tomorrow', durationMinutes: 60 }] }));
+        signal('SIGHUP');
+        const invalid = await nextEvent(lines, 'config_reload_refused');
+        expect(invalid.msg).toMatch(/^Invalid configuration: brownouts\.0\.start .* The running configuration is kept\.$/);
+        expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(500);
         kill();
-        const response = await inFlight;
-        answeredAt = performance.now();
-        expect([response.status, response.headers.get('connection')]).toEqual([200, 'close']);
-        expect(await response.text()).toContain('<searchResultSet');
       });
       expect(exit.code).toBe(0);
-      expect(performance.now() - answeredAt).toBeLessThan(3000);
-      expect(exit.stdout.join('\n')).not.toContain('stop_timeout');
-    } finally {
-      await upstream.close();
-    }
-  });
+    },
+  );
+
+  it(
+    'closes the connection of every reply from SIGTERM on, so that a call in flight when the listener closes does not hold the ' + 'stop',
+    async () => {
+      // A load balancer keeps its connections alive: one left open after the last call would hold the
+      // listener's close until server.shutdownGraceMs, and the exit would say calls were still in flight.
+      const upstream = await startStubUpstream((req, res) => {
+        const page = pageDocument(10, new Map(new URL(req.url ?? '/', 'http://upstream').searchParams), SEARCH_PAGES);
+        setTimeout(() => res.writeHead(200, { 'content-type': 'text/xml' }).end(page), 1500);
+      });
+      let answeredAt = 0;
+      try {
+        const exit = await run({ UPSTREAM_URL: upstream.origin }, async (lines, kill) => {
+          const { address } = await nextEvent(lines, 'listening');
+          expect((await fetch(`${String(address)}/healthz`)).headers.get('connection')).toBe('keep-alive');
+          const inFlight = fetch(`${String(address)}/index.asmx/Search?query=dog`);
+          while (upstream.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+          kill();
+          const response = await inFlight;
+          answeredAt = performance.now();
+          expect([response.status, response.headers.get('connection')]).toEqual([200, 'close']);
+          expect(await response.text()).toContain('<searchResultSet');
+        });
+        expect(exit.code).toBe(0);
+        expect(performance.now() - answeredAt).toBeLessThan(3000);
+        expect(exit.stdout.join('\n')).not.toContain('stop_timeout');
+      } finally {
+        await upstream.close();
+      }
+    },
+  );
 
   it('uses UPSTREAM_URL instead of the demo upstream', async () => {
     const exit = await run({ UPSTREAM_URL: 'http://127.0.0.1:9/api' }, async (lines, kill) => {
@@ -317,7 +327,8 @@ describe('npm start', () => {
     [{ UPSTREAM_URL: '  ' }, 'Invalid configuration: UPSTREAM_URL is set but empty; unset it or give it a value.'],
     [
       { LOG_LEVEL: 'loud' },
-      'Invalid configuration: LOG_LEVEL (log.level) must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got "loud".',
+      'Invalid configuration: LOG_LEVEL (log.level) must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent", got ' +
+        '"loud".',
     ],
     [
       { CONFIG_FILE: '/nonexistent/proxy.json' },
@@ -355,7 +366,8 @@ describe('npm start', () => {
   it.each([
     [
       {},
-      'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be set when NODE_ENV is "production": without it the proxy would answer real clients from its embedded demo catalog.',
+      'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be set when NODE_ENV is "production": without it the proxy would ' +
+        'answer real clients from its embedded demo catalog.',
     ],
     [
       { UPSTREAM_URL: 'http://127.0.0.1:9/api' },
@@ -464,9 +476,11 @@ describe('npm start', () => {
     const script = [
       "import { createOperatorLogger } from './dist/src/start/main.js';",
       'const log = createOperatorLogger("info");',
-      'log.warn(\'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=%2bsecret-one" (GET) route?\');',
+      'log.warn(\'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=%2bsecret-one" ' +
+        "(GET) route?');",
       'log.error({ err: new Error("GET /product.search.cp?v=3&APPKEY=secret-two failed") }, "failed");',
-      'log.error({ err: Object.assign(new Error("Parse Error"), { code: "HPE_INVALID", rawPacket: Buffer.from("GET /?apiKey=secret-three") }) }, "client error");',
+      'log.error({ err: Object.assign(new Error("Parse Error"), { code: "HPE_INVALID", rawPacket: Buffer.from("GET ' +
+        '/?apiKey=secret-three") }) }, "client error");',
       'log.flush();',
     ].join('\n');
     const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });

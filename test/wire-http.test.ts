@@ -62,7 +62,8 @@ const post = (path: string, body: string, contentType: string | null = FORM): Ra
 const soap11 = (op: string, body = `<query>dog</query>`): RawRequest =>
   post(
     '/index.asmx',
-    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${body}</${op}></soap:Body></soap:Envelope>`,
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body><${op} ` +
+      `xmlns="${SERVICE_NAMESPACE}">${body}</${op}></soap:Body></soap:Envelope>`,
     XML_CONTENT_TYPE,
   );
 const withHeaders = (req: RawRequest, headers: Record<string, string>): RawRequest => ({ ...req, headers: { ...req.headers, ...headers } });
@@ -96,7 +97,8 @@ function searchedFor(res: RawResponse): string {
 }
 
 const CASE_MISMATCH = (given: string, op: string): string =>
-  `Invalid method name &#39;${given}&#39;,  method names are case sensitive.   The method name &#39;${op}&#39; with the same name but different casing was found.\r\nParameter name: methodName\r\n`;
+  `Invalid method name &#39;${given}&#39;,  method names are case sensitive.   The method name &#39;${op}&#39; with the same name but ` +
+  `different casing was found.\r\nParameter name: methodName\r\n`;
 const CANNOT_CONVERT = (value: string, inner: string): string =>
   `Cannot convert ${value} to System.Int32.\r\nParameter name: type ---> ${inner}\r\n`;
 
@@ -104,10 +106,13 @@ const CANNOT_CONVERT = (value: string, inner: string): string =>
 function discoDocument(url: string): string {
   return [
     XML_DECLARATION,
-    '<discovery xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.xmlsoap.org/disco/">',
+    '<discovery xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+      'xmlns="http://schemas.xmlsoap.org/disco/">',
     `  <contractRef ref="${url}?wsdl" docRef="${url}" xmlns="http://schemas.xmlsoap.org/disco/scl/" />`,
-    `  <soap address="${url}" xmlns:q1="http://tempuri.org/" binding="q1:CatalogServiceSoap" xmlns="http://schemas.xmlsoap.org/disco/soap/" />`,
-    `  <soap address="${url}" xmlns:q2="http://tempuri.org/" binding="q2:CatalogServiceSoap12" xmlns="http://schemas.xmlsoap.org/disco/soap/" />`,
+    `  <soap address="${url}" xmlns:q1="http://tempuri.org/" binding="q1:CatalogServiceSoap" ` +
+      `xmlns="http://schemas.xmlsoap.org/disco/soap/" />`,
+    `  <soap address="${url}" xmlns:q2="http://tempuri.org/" binding="q2:CatalogServiceSoap12" ` +
+      `xmlns="http://schemas.xmlsoap.org/disco/soap/" />`,
     '</discovery>',
   ].join('\r\n');
 }
@@ -522,7 +527,8 @@ describe('§7 service description and help', () => {
         '<input type="submit" value="Invoke" class="button">',
         ...['SOAP 1.1', 'SOAP 1.2', 'HTTP GET', 'HTTP POST'].map(
           (title) =>
-            `The following is a sample ${title} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.`,
+            `The following is a sample ${title} request and response.  The <font class=value>placeholders</font> shown need to be ` +
+            `replaced with actual values.`,
         ),
         'POST /index.asmx HTTP/1.1',
         'SOAPAction: "http://tempuri.org/Search"',

@@ -97,7 +97,8 @@ interface Row {
 
 /** A request envelope as .NET's client writes it (§8): declaration, `soap`/`xsi`/`xsd`, no header. */
 const envelope = (version: Version, body: string): string =>
-  `${XML_DECLARATION}<soap:Envelope xmlns:soap="${ENV_NS[version]}" xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}"><soap:Body>${body}</soap:Body></soap:Envelope>`;
+  `${XML_DECLARATION}<soap:Envelope xmlns:soap="${ENV_NS[version]}" xmlns:xsi="${XSI_NS}" ` +
+  `xmlns:xsd="${XSD_NS}"><soap:Body>${body}</soap:Body></soap:Envelope>`;
 const search = (query: string = QUERY): string => `<Search xmlns="${SERVICE_NAMESPACE}"><query>${query}</query></Search>`;
 const UNKNOWN_BODY = `<Nope xmlns="${SERVICE_NAMESPACE}" />`;
 
@@ -458,14 +459,22 @@ describe('§2.4 decision table', () => {
   it('row 10 is written byte for byte with the Upgrade header (§5.4)', async () => {
     const response = await raw(soap12('application/soap+xml'), '<e:Envelope xmlns:e="urn:x"/>');
     expect(response.text).toBe(
-      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header><soap:Body><soap:Fault><faultcode>soap:VersionMismatch</faultcode><faultstring>Possible SOAP version mismatch: Envelope namespace urn:x was unexpected. Expecting http://schemas.xmlsoap.org/soap/envelope/.</faultstring><detail /></soap:Fault></soap:Body></soap:Envelope>',
+      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" ' +
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Header><soap12:Upgrade ' +
+        'xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" ' +
+        'xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" ' +
+        'xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" ' +
+        '/></soap12:Upgrade></soap:Header><soap:Body><soap:Fault><faultcode>soap:VersionMismatch</faultcode><faultstring>Possible SOAP version mismatch: Envelope namespace urn:x was unexpected. Expecting http://schemas.xmlsoap.org/soap/envelope/.</faultstring><detail /></soap:Fault></soap:Body></soap:Envelope>',
     );
   });
 
   it('row 9 is written byte for byte with ---&gt;', async () => {
     const response = await raw({ 'Content-Type': 'application/x-www-form-urlencoded' }, 'storeId=1');
     expect(response.text).toBe(
-      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Receiver</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to process request. ---&gt; Data at the root level is invalid. Line 1, position 1.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
+      '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" ' +
+        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Receiver</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to process request. ---&gt; Data at the root level is invalid. Line 1, position 1.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
     );
   });
 });
@@ -869,7 +878,9 @@ describe('§3 content types and charsets', () => {
     },
   ])('an $row is never resolved', async ({ headers, doctype, outcome }) => {
     const before = sentinel.requests.length;
-    const body = `${XML_DECLARATION}${doctype(sentinel.origin)}<soap:Envelope xmlns:soap="${ENV_NS['1.1']}"><soap:Body>${search('&leak;')}</soap:Body></soap:Envelope>`;
+    const body =
+      `${XML_DECLARATION}${doctype(sentinel.origin)}<soap:Envelope ` +
+      `xmlns:soap="${ENV_NS['1.1']}"><soap:Body>${search('&leak;')}</soap:Body></soap:Envelope>`;
     expectOutcome(await raw(headers, body), outcome);
     expect(sentinel.requests.length).toBe(before);
   });
@@ -880,7 +891,8 @@ describe('§3 content types and charsets', () => {
 describe('§4 success envelopes', () => {
   /** The demo upstream's answer to a query that matches nothing, as the wrapper carries it. */
   const nothingFound = (query: string): string =>
-    `<searchResultSet xmlns="" totalDesigns="0" totalProducts="0" startResult="0" resultLength="0" version="3" sort="by_score_desc"><mainResults /><searchQuery><searchString>${query}</searchString></searchQuery><subtopics /></searchResultSet>`;
+    `<searchResultSet xmlns="" totalDesigns="0" totalProducts="0" startResult="0" resultLength="0" version="3" ` +
+    `sort="by_score_desc"><mainResults /><searchQuery><searchString>${query}</searchString></searchQuery><subtopics /></searchResultSet>`;
 
   it.each([
     { version: '1.1', headers: soap11() },
@@ -1065,7 +1077,9 @@ describe('§8 what real clients send', () => {
   });
 
   it('.NET SOAP 1.2: action in the Content-Type, soap12 prefix, Expect: 100-continue', async () => {
-    const body = `${XML_DECLARATION}<soap12:Envelope xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}" xmlns:soap12="${ENV_NS['1.2']}"><soap12:Body>${search()}</soap12:Body></soap12:Envelope>`;
+    const body =
+      `${XML_DECLARATION}<soap12:Envelope xmlns:xsi="${XSI_NS}" xmlns:xsd="${XSD_NS}" ` +
+      `xmlns:soap12="${ENV_NS['1.2']}"><soap12:Body>${search()}</soap12:Body></soap12:Envelope>`;
     const response = await raw(
       { 'User-Agent': dotnetAgent, 'Content-Type': `application/soap+xml; charset=utf-8; action="${ACTION}"`, Expect: '100-continue' },
       body,
@@ -1075,7 +1089,8 @@ describe('§8 what real clients send', () => {
   });
 
   const phpEnvelope = (version: Version): string =>
-    `<?xml version="1.0" encoding="UTF-8"?>\n<SOAP-ENV:Envelope xmlns:SOAP-ENV="${ENV_NS[version]}" xmlns:ns1="${SERVICE_NAMESPACE}"><SOAP-ENV:Body><ns1:Search><ns1:query>${QUERY}</ns1:query></ns1:Search></SOAP-ENV:Body></SOAP-ENV:Envelope>\n`;
+    `<?xml version="1.0" encoding="UTF-8"?>\n<SOAP-ENV:Envelope xmlns:SOAP-ENV="${ENV_NS[version]}" ` +
+    `xmlns:ns1="${SERVICE_NAMESPACE}"><SOAP-ENV:Body><ns1:Search><ns1:query>${QUERY}</ns1:query></ns1:Search></SOAP-ENV:Body></SOAP-ENV:Envelope>\n`;
 
   it('PHP-style SOAP 1.1: unquoted SOAPAction, SOAP-ENV and ns1 prefixes', async () => {
     expectOutcome(

@@ -125,8 +125,10 @@ describe('renderWsdl', () => {
     expect(start).toBe(
       '<wsdl:definitions xmlns:soap="http://schemas.xmlsoap.org/wsdl/soap/" xmlns:tm="http://microsoft.com/wsdl/mime/textMatching/" ' +
         'xmlns:soapenc="http://schemas.xmlsoap.org/soap/encoding/" xmlns:mime="http://schemas.xmlsoap.org/wsdl/mime/" ' +
-        'xmlns:tns="http://tempuri.org/" xmlns:s="http://www.w3.org/2001/XMLSchema" xmlns:soap12="http://schemas.xmlsoap.org/wsdl/soap12/" ' +
-        'xmlns:http="http://schemas.xmlsoap.org/wsdl/http/" targetNamespace="http://tempuri.org/" xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/">',
+        'xmlns:tns="http://tempuri.org/" xmlns:s="http://www.w3.org/2001/XMLSchema" ' +
+        'xmlns:soap12="http://schemas.xmlsoap.org/wsdl/soap12/" ' +
+        'xmlns:http="http://schemas.xmlsoap.org/wsdl/http/" targetNamespace="http://tempuri.org/" ' +
+        'xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/">',
     );
   });
 
@@ -236,7 +238,8 @@ describe('renderWsdl', () => {
       (operation) => attribute(operation, 'name') === 'AdvancedSearch',
     )!;
     expect(innerText(only(advanced, 'documentation'))).toBe(
-      'Deprecated. Use /product.search.cp instead. Use page-based requesting instead of startResults and maxResults; parameter merchandiseIds replaces productTypes.' +
+      'Deprecated. Use /product.search.cp instead. Use page-based requesting instead of startResults and maxResults; parameter ' +
+        'merchandiseIds replaces productTypes.' +
         ' Parameters: query → query (the same text);' +
         ' productTypes → merchandiseIds (the ids of the product types, comma-separated (mapping.merchandise));' +
         ' startResults, maxResults → p, n (request the pages that cover the items from startResults on, and keep maxResults of them);' +
@@ -376,10 +379,14 @@ describe('renderDisco', () => {
     expect(renderDisco(service(), URL)).toBe(
       [
         '<?xml version="1.0" encoding="utf-8"?>',
-        '<discovery xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns="http://schemas.xmlsoap.org/disco/">',
-        '  <contractRef ref="https://legacy.example.com/index.asmx?wsdl" docRef="https://legacy.example.com/index.asmx" xmlns="http://schemas.xmlsoap.org/disco/scl/" />',
-        '  <soap address="https://legacy.example.com/index.asmx" xmlns:q1="http://tempuri.org/" binding="q1:CatalogServiceSoap" xmlns="http://schemas.xmlsoap.org/disco/soap/" />',
-        '  <soap address="https://legacy.example.com/index.asmx" xmlns:q2="http://tempuri.org/" binding="q2:CatalogServiceSoap12" xmlns="http://schemas.xmlsoap.org/disco/soap/" />',
+        '<discovery xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
+          'xmlns="http://schemas.xmlsoap.org/disco/">',
+        '  <contractRef ref="https://legacy.example.com/index.asmx?wsdl" docRef="https://legacy.example.com/index.asmx" ' +
+          'xmlns="http://schemas.xmlsoap.org/disco/scl/" />',
+        '  <soap address="https://legacy.example.com/index.asmx" xmlns:q1="http://tempuri.org/" binding="q1:CatalogServiceSoap" ' +
+          'xmlns="http://schemas.xmlsoap.org/disco/soap/" />',
+        '  <soap address="https://legacy.example.com/index.asmx" xmlns:q2="http://tempuri.org/" binding="q2:CatalogServiceSoap12" ' +
+          'xmlns="http://schemas.xmlsoap.org/disco/soap/" />',
         '</discovery>',
       ].join('\r\n'),
     );

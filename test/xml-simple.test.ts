@@ -34,13 +34,21 @@ const SOAP12 = 'http://www.w3.org/2003/05/soap-envelope';
 /** Envelopes as the clients of the five stacks send them (test/support/calls.ts, docs/clients.md). */
 const ENVELOPES = [
   // .NET's SoapHttpClientProtocol
-  `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${SOAP11}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><Search xmlns="http://tempuri.org/"><query>dog</query><apiKey>k-1</apiKey></Search></soap:Body></soap:Envelope>`,
+  `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${SOAP11}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
+    `xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><Search ` +
+    `xmlns="http://tempuri.org/"><query>dog</query><apiKey>k-1</apiKey></Search></soap:Body></soap:Envelope>`,
   // SOAP 1.2, indented, an empty element
-  `<?xml version='1.0' encoding='UTF-8' standalone='no' ?>\n<env:Envelope xmlns:env="${SOAP12}">\n  <env:Header/>\n  <env:Body>\n    <tns:StoreLookupPaged xmlns:tns="http://tempuri.org/">\n      <tns:storeId>123</tns:storeId>\n      <tns:startResults>0</tns:startResults>\n      <tns:maxResults >20</tns:maxResults>\n    </tns:StoreLookupPaged>\n  </env:Body>\n</env:Envelope>\n`,
+  `<?xml version='1.0' encoding='UTF-8' standalone='no' ?>\n<env:Envelope xmlns:env="${SOAP12}">\n  <env:Header/>\n  <env:Body>\n    ` +
+    `<tns:StoreLookupPaged xmlns:tns="http://tempuri.org/">\n      <tns:storeId>123</tns:storeId>\n      ` +
+    `<tns:startResults>0</tns:startResults>\n      <tns:maxResults >20</tns:maxResults>\n    </tns:StoreLookupPaged>\n  ` +
+    `</env:Body>\n</env:Envelope>\n`,
   // zeep / PHP: prefixes everywhere, xsi:type on values, text with quotes and '>'
-  `<SOAP-ENV:Envelope xmlns:SOAP-ENV="${SOAP11}" xmlns:ns1="http://tempuri.org/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><SOAP-ENV:Body><ns1:AdvancedSearch><ns1:query xsi:type="xsd:string">"red" > 'blue' ü 水</ns1:query><ns1:productTypes/></ns1:AdvancedSearch></SOAP-ENV:Body></SOAP-ENV:Envelope>`,
+  `<SOAP-ENV:Envelope xmlns:SOAP-ENV="${SOAP11}" xmlns:ns1="http://tempuri.org/" ` +
+    `xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><SOAP-ENV:Body><ns1:AdvancedSearch><ns1:query xsi:type="xsd:string">"red" > ` +
+    `'blue' ü 水</ns1:query><ns1:productTypes/></ns1:AdvancedSearch></SOAP-ENV:Body></SOAP-ENV:Envelope>`,
   // An inner default namespace undeclared, attributes spaced around '='
-  `<a:Envelope xmlns:a="${SOAP11}"><a:Body><Search xmlns = "http://tempuri.org/" x = 'y'><query xmlns="">cat</query></Search></a:Body></a:Envelope>`,
+  `<a:Envelope xmlns:a="${SOAP11}"><a:Body><Search xmlns = "http://tempuri.org/" x = 'y'><query ` +
+    `xmlns="">cat</query></Search></a:Body></a:Envelope>`,
 ];
 
 describe('the simple subset of XML, read without saxes', () => {

@@ -16,7 +16,8 @@ async function printFingerprints(): Promise<void> {
     if (configured === null) {
       throw new ConfigError(
         'CLIENT_ID_KEY (deprecation.clientIdKey)',
-        'is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.',
+        'is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. ' +
+          'Set it as the proxy has it.',
       );
     }
     key = configured;

@@ -418,7 +418,8 @@ function createEndpoints(config: Config, index: CatalogIndex): ReadonlyMap<strin
       },
     },
     '/product.searchForProduct.cp': {
-      documentation: `product.searchForProduct.cp: Product search data for one product. Parameters: ${version}, productId (required, integer).`,
+      documentation:
+        `product.searchForProduct.cp: Product search data for one product. Parameters: ${version}, productId (required, ` + `integer).`,
       resultSet: (params) => {
         const raw = required(params, 'productId');
         const productId = parseInteger(raw);

@@ -36,7 +36,9 @@ export interface Shadows {
 export function createShadows(maxInFlight: number, registry: Registry, log: FastifyBaseLogger): Shadows {
   const comparisons = new Counter({
     name: 'legacy_shadow_comparisons_total',
-    help: 'Shadowed legacy calls by operation and result: the translated and the legacy replies agree (match), differ (mismatch), one could not be had (error), or the call was not shadowed because legacy.maxShadowsInFlight were under way (skipped).',
+    help:
+      'Shadowed legacy calls by operation and result: the translated and the legacy replies agree (match), differ (mismatch), one ' +
+      'could not be had (error), or the call was not shadowed because legacy.maxShadowsInFlight were under way (skipped).',
     labelNames: ['operation', 'result'] as const,
     registers: [registry],
   });

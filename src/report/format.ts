@@ -34,7 +34,8 @@ export function exampleText(operation: OperationReport): string {
   if (operation.replacement === null) return 'no replacement: the calls named no operation of the service';
   return (
     operation.example ??
-    `no example: no ok call of theirs recorded its ${operation.replacement} request (a refused or failed call has none, nor has a hit of schema 1)`
+    `no example: no ok call of theirs recorded its ${operation.replacement} request (a refused or failed call has none, nor has a hit ` +
+      `of schema 1)`
   );
 }
 
@@ -48,7 +49,8 @@ export function inputText(input: InputSummary): string[] {
   });
   const skipped = input.skipped.map((line) => `${line.source === '-' ? 'stdin' : line.source}:${line.line} ${line.reason}`);
   return [
-    `Read ${read.join(', ')}: ${formatCount(input.hits)} hits, ${formatCount(input.otherLines)} other lines, ${formatCount(input.malformed)} malformed lines skipped.`,
+    `Read ${read.join(', ')}: ${formatCount(input.hits)} hits, ${formatCount(input.otherLines)} other lines, ` +
+      `${formatCount(input.malformed)} malformed lines skipped.`,
     ...(skipped.length === 0 ? [] : [`Skipped: ${skipped.join('; ')}${input.malformed > skipped.length ? '; …' : ''}`]),
   ];
 }

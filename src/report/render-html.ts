@@ -65,8 +65,10 @@ export function renderHtml(logged: MigrationReport): string {
 function clientsTable(clients: readonly ClientReport[]): string {
   const rows = clients.map(
     (client) =>
-      `<tr><td>${htmlEncode(client.client)}</td><td>${htmlEncode(client.team ?? '')}</td><td class="n">${formatCount(client.calls)}</td><td class="n">${formatCount(client.faults)}</td>` +
-      `<td>${formatTime(client.firstSeen)}</td><td>${formatTime(client.lastSeen)}</td><td class="${client.trend?.direction ?? 'muted'}">${htmlEncode(trendText(client.trend))}</td><td><code>${sparkline(client.recentDays)}</code></td></tr>`,
+      `<tr><td>${htmlEncode(client.client)}</td><td>${htmlEncode(client.team ?? '')}</td><td ` +
+      `class="n">${formatCount(client.calls)}</td><td class="n">${formatCount(client.faults)}</td>` +
+      `<td>${formatTime(client.firstSeen)}</td><td>${formatTime(client.lastSeen)}</td><td ` +
+      `class="${client.trend?.direction ?? 'muted'}">${htmlEncode(trendText(client.trend))}</td><td><code>${sparkline(client.recentDays)}</code></td></tr>`,
   );
   return table(['client', 'team', 'calls', 'faults', 'first seen', 'last seen', 'trend', 'last 14 days'], [2, 3], rows);
 }
@@ -75,14 +77,18 @@ function clientSection(client: ClientReport): string {
   const rows = client.operations.flatMap((operation) =>
     operation.bindings.map(
       (binding, i) =>
-        `<tr><td>${i === 0 ? htmlEncode(operation.operation) : ''}</td><td>${htmlEncode(binding.binding)}</td><td class="n">${formatCount(binding.calls)}</td>` +
+        `<tr><td>${i === 0 ? htmlEncode(operation.operation) : ''}</td><td>${htmlEncode(binding.binding)}</td><td ` +
+        `class="n">${formatCount(binding.calls)}</td>` +
         OUTCOMES.map((outcome) => `<td class="n">${formatCount(binding.outcomes[outcome])}</td>`).join('') +
         `<td>${formatTime(binding.firstSeen)}</td><td>${formatTime(binding.lastSeen)}</td></tr>`,
     ),
   );
   const examples = client.operations.map((operation) => {
     const text = exampleText(operation);
-    return `<li>${htmlEncode(operation.operation)}: ${operation.example === null ? htmlEncode(text) : `<code>${htmlEncode(text)}</code>`}</li>`;
+    return (
+      `<li>${htmlEncode(operation.operation)}: ` +
+      `${operation.example === null ? htmlEncode(text) : `<code>${htmlEncode(text)}</code>`}</li>`
+    );
   });
   return [
     `<section class="client" data-client="${htmlEncode(client.client)}">`,

@@ -26,7 +26,8 @@ export function renderTable(logged: MigrationReport, bold: boolean): string {
   const folded =
     report.folded === 0 ? [] : [`${formatCount(report.folded)} calls of callers past the ledger's size are counted under "other".`];
   return [
-    `Migration report: ${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ${periodText(report)}`,
+    `Migration report: ${countOf(report.input.hits, 'deprecated call')} by ${countOf(report.clients.length, 'client')}, ` +
+      `${periodText(report)}`,
     ...inputText(report.input),
     ...folded,
     ...unchartedText(report),
@@ -49,7 +50,8 @@ function clientBlock(client: ClientReport, strong: (text: string) => string): st
   );
   return [
     strong(clientTitle(client)),
-    `  ${countOf(client.calls, 'call')}, ${countOf(client.faults, 'fault')}, first ${formatTime(client.firstSeen)}, last ${formatTime(client.lastSeen)}; ${trendText(client.trend)} ${sparkline(client.recentDays)}`,
+    `  ${countOf(client.calls, 'call')}, ${countOf(client.faults, 'fault')}, first ${formatTime(client.firstSeen)}, last ` +
+      `${formatTime(client.lastSeen)}; ${trendText(client.trend)} ${sparkline(client.recentDays)}`,
     ...columns([['operation', 'binding', 'calls', ...OUTCOMES, 'first seen', 'last seen'], ...rows], [2, 3, 4, 5, 6]).map(
       (line) => `  ${line}`,
     ),

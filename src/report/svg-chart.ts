@@ -24,7 +24,10 @@ export function barChart(series: Series, days: readonly string[]): string {
   const bars = series.counts.map((calls, i) => {
     const height = (calls / max) * plotHeight;
     const x = LEFT + i * step;
-    return `<rect class="bar" x="${round(x)}" y="${round(TOP + plotHeight - height)}" width="${round(step - gap)}" height="${round(height)}"><title>${days[i] ?? ''}: ${countOf(calls, 'call')}</title></rect>`;
+    return (
+      `<rect class="bar" x="${round(x)}" y="${round(TOP + plotHeight - height)}" width="${round(step - gap)}" ` +
+      `height="${round(height)}"><title>${days[i] ?? ''}: ${countOf(calls, 'call')}</title></rect>`
+    );
   });
   const label = `${series.name}: calls per day`;
   const axis = [

@@ -32,7 +32,8 @@ export function createReloader(source: () => Config, apply: (next: Config) => Re
     else
       log.warn(
         { event: 'config_reloaded', restartNeeded },
-        `Configuration reloaded: new calls use it, but ${restartNeeded.join(', ')} ${restartNeeded.length === 1 ? 'takes' : 'take'} effect only after a restart`,
+        `Configuration reloaded: new calls use it, but ${restartNeeded.join(', ')} ${restartNeeded.length === 1 ? 'takes' : 'take'} ` +
+          `effect only after a restart`,
       );
     return { status: 'reloaded', restartNeeded };
   };

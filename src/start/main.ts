@@ -76,7 +76,8 @@ export async function start(
   if (config.deprecation.clientIdKey === null) {
     logger.warn(
       { event: 'client_id_key' },
-      'deprecation.clientIdKey is not set: client fingerprints are keyed with a random key of this process, so they change when it restarts and differ between instances. Set CLIENT_ID_KEY, the same on every instance, to keep them.',
+      'deprecation.clientIdKey is not set: client fingerprints are keyed with a random key of this process, so they change when it ' +
+        'restarts and differ between instances. Set CLIENT_ID_KEY, the same on every instance, to keep them.',
     );
   }
 
@@ -84,7 +85,8 @@ export async function start(
   if (adminPort !== null && adminToken === null && !isLoopback(adminHost)) {
     logger.warn(
       { event: 'admin_token_missing', key: 'server.adminToken' },
-      `The operator listener leaves loopback (server.adminHost ${adminHost}) without server.adminToken: /ledger and /reload answer 403 to everyone until ADMIN_TOKEN or ADMIN_TOKEN_FILE is set (refused at start when NODE_ENV is "production").`,
+      `The operator listener leaves loopback (server.adminHost ${adminHost}) without server.adminToken: /ledger and /reload answer 403 ` +
+        `to everyone until ADMIN_TOKEN or ADMIN_TOKEN_FILE is set (refused at start when NODE_ENV is "production").`,
     );
   }
 

@@ -42,7 +42,8 @@ export interface Called {
 export function markedPage(marker: string): string {
   return (
     '<searchResultSet totalDesigns="1" totalProducts="1" startResult="0" resultLength="1" version="3" sort="by_score_desc">\n' +
-    '  <mainResults>\n    <searchResultItem type="IMAGE" mediaId="1">\n      <products total="1" />\n    </searchResultItem>\n  </mainResults>\n' +
+    '  <mainResults>\n    <searchResultItem type="IMAGE" mediaId="1">\n      <products total="1" />\n    </searchResultItem>\n  ' +
+    '</mainResults>\n' +
     `  <searchQuery>\n    <searchString>${marker}</searchString>\n  </searchQuery>\n</searchResultSet>`
   );
 }

@@ -28,7 +28,9 @@ export function legacyCall(
     });
   }
   const children = fields.map(([name, value]) => `<${name}>${value}</${name}>`).join('');
-  const envelope = `${XML_DECLARATION}<soap:Envelope xmlns:soap="${binding === 'soap11' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
+  const envelope =
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${binding === 'soap11' ? SOAP11_ENV : SOAP12_ENV}"><soap:Body><${op} ` +
+    `xmlns="${SERVICE_NAMESPACE}">${children}</${op}></soap:Body></soap:Envelope>`;
   const action = `${SERVICE_NAMESPACE}${op}`;
   const soapHeaders: Record<string, string> =
     binding === 'soap11'

@@ -28,7 +28,8 @@ export function pageDocument(totalItems: number, params: ReadonlyMap<string, str
     (_, i) => `    <searchResultItem type="IMAGE" mediaId="${first + i}">\n      <products total="1" />\n    </searchResultItem>\n`,
   ).join('');
   return (
-    `<searchResultSet totalDesigns="${totalItems}" totalProducts="${totalItems}" startResult="${first}" resultLength="${count}" version="3" sort="by_score_desc">\n` +
+    `<searchResultSet totalDesigns="${totalItems}" totalProducts="${totalItems}" startResult="${first}" resultLength="${count}" ` +
+    `version="3" sort="by_score_desc">\n` +
     `  <mainResults>\n${items}  </mainResults>\n  <searchQuery>\n    <searchString>q</searchString>\n  </searchQuery>\n</searchResultSet>`
   );
 }

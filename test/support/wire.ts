@@ -35,7 +35,9 @@ export const envelopeStart = (version: Version): string =>
 
 /** §5.4: the Upgrade header of VersionMismatch faults, verbatim. */
 const UPGRADE_HEADER =
-  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
+  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" ' +
+  'xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" ' +
+  'xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
 
 /** §5.1 codes as they appear on the wire: 1.1 Client/Server/VersionMismatch, 1.2 Sender/Receiver. */
 export type FaultCode = 'soap:Client' | 'soap:Server' | 'soap:VersionMismatch' | 'soap:Sender' | 'soap:Receiver';
@@ -48,7 +50,8 @@ export function expectedFault(version: Version, code: FaultCode, text: string): 
   const fault =
     version === '1.1'
       ? `<soap:Fault><faultcode>${code}</faultcode><faultstring>${escapeText(text)}</faultstring><detail /></soap:Fault>`
-      : `<soap:Fault><soap:Code><soap:Value>${code}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">${escapeText(text)}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
+      : `<soap:Fault><soap:Code><soap:Value>${code}</soap:Value></soap:Code><soap:Reason><soap:Text ` +
+        `xml:lang="en">${escapeText(text)}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
   const header = code === 'soap:VersionMismatch' ? UPGRADE_HEADER : '';
   return `${XML_DECLARATION}${envelopeStart(version)}${header}<soap:Body>${fault}</soap:Body></soap:Envelope>`;
 }

@@ -28,7 +28,8 @@ export function renderServiceHelp(service: Service, url: string): string {
   // ASMX lists the operations in ordinal name order, not declaration order.
   const operations = OPERATIONS.toSorted((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return page(service, url, [
-    '<p class="intro">The following operations are supported.  For a formal definition, please review the <a href="?WSDL">Service Description</a>. </p>',
+    '<p class="intro">The following operations are supported.  For a formal definition, please review the <a href="?WSDL">Service ' +
+      'Description</a>. </p>',
     '<ul>',
     ...operations.map(
       (op) => `<li><a href="${file}?op=${encodeURIComponent(op.name)}">${op.name}</a><br>${htmlEncode(deprecationText(op))}</li>`,
@@ -62,7 +63,8 @@ export function renderOperationHelp(service: Service, url: string, op: Operation
     ...SAMPLES.flatMap((sample) => [
       '<span>',
       `<h3>${sample.title}</h3>`,
-      `<p>The following is a sample ${sample.title} request and response.  The <font class=value>placeholders</font> shown need to be replaced with actual values.</p>`,
+      `<p>The following is a sample ${sample.title} request and response.  The <font class=value>placeholders</font> shown need to be ` +
+        `replaced with actual values.</p>`,
       `<pre>${sample.request(context)}</pre>`,
       `<pre>${sample.response(context)}</pre>`,
       '</span>',
@@ -141,14 +143,17 @@ const STYLESHEET = [
   'A:visited { color: #6699cc; font-weight: bold; text-decoration: underline; }',
   'A:hover { color: #cc3300; font-weight: bold; text-decoration: underline; }',
   'P { color: #000000; margin-top: 0px; margin-bottom: 12px; }',
-  'pre { background-color: #e5e5cc; padding: 5px; font-family: "Courier New", Courier, "DejaVu Sans Mono", monospace; font-size: x-small; margin-top: -5px; border: 1px #f0f0e0 solid; white-space: pre-wrap; }',
-  'h2 { font-size: 1.5em; font-weight: bold; margin-top: 25px; margin-bottom: 10px; border-top: 1px solid #003366; margin-left: -15px; color: #003366; }',
+  'pre { background-color: #e5e5cc; padding: 5px; font-family: "Courier New", Courier, "DejaVu Sans Mono", monospace; font-size: ' +
+    'x-small; margin-top: -5px; border: 1px #f0f0e0 solid; white-space: pre-wrap; }',
+  'h2 { font-size: 1.5em; font-weight: bold; margin-top: 25px; margin-bottom: 10px; border-top: 1px solid #003366; margin-left: -15px; ' +
+    'color: #003366; }',
   'h3 { font-size: 1.1em; color: #000000; margin-left: -15px; margin-top: 10px; margin-bottom: 10px; }',
   'ul { margin-top: 10px; margin-left: 20px; }',
   'li { margin-top: 10px; color: #000000; }',
   'font.value { color: darkblue; font-weight: bold; }',
   'font.key { color: darkgreen; font-weight: bold; }',
-  `.heading1 { color: #ffffff; font-family: Tahoma, ${FONT}; font-size: 26px; font-weight: normal; background-color: #003366; margin: 0px -15px 0px -30px; padding: 10px 15px 3px 15px; }`,
+  `.heading1 { color: #ffffff; font-family: Tahoma, ${FONT}; font-size: 26px; font-weight: normal; background-color: #003366; margin: ` +
+    `0px -15px 0px -30px; padding: 10px 15px 3px 15px; }`,
   '.intro { margin-left: -15px; }',
   'table.form, table.mapping { border-collapse: collapse; margin-bottom: 12px; }',
   'table.form td { padding: 4px; }',
@@ -159,7 +164,8 @@ const STYLESHEET = [
   // A field as wide as its cell, not wider: the table still asks for the room of size="50", but takes
   // less on a narrow window (max-width alone does not shrink a field inside a table cell).
   '.frmInput { width: 100%; box-sizing: border-box; }',
-  '.button { background-color: #dcdcdc; border-top: #cccccc 1px solid; border-bottom: #666666 1px solid; border-left: #cccccc 1px solid; border-right: #666666 1px solid; }',
+  '.button { background-color: #dcdcdc; border-top: #cccccc 1px solid; border-bottom: #666666 1px solid; border-left: #cccccc 1px ' +
+    'solid; border-right: #666666 1px solid; }',
 ];
 
 function page(service: Service, url: string, content: string[]): string {

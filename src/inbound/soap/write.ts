@@ -18,7 +18,10 @@ export function soapContentType(version: SoapVersion): string {
 }
 
 function envelopeHead(version: SoapVersion, header: string): string {
-  return `${XML_DECLARATION}<soap:Envelope xmlns:soap="${soapNamespace(version)}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">${header}<soap:Body>`;
+  return (
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${soapNamespace(version)}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ` +
+    `xmlns:xsd="http://www.w3.org/2001/XMLSchema">${header}<soap:Body>`
+  );
 }
 
 const ENVELOPE_TAIL = '</soap:Body></soap:Envelope>';
@@ -47,7 +50,9 @@ const FAULT_CODES: Readonly<Record<SoapVersion, Readonly<Record<SoapFaultCode, s
 
 /** The SOAP 1.2 Upgrade header ASMX adds to VersionMismatch faults (docs/wire.md §5.4). */
 const UPGRADE_HEADER =
-  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
+  '<soap:Header><soap12:Upgrade xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:SupportedEnvelope qname="soap:Envelope" ' +
+  'xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" ' +
+  'xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
 
 export function faultEnvelope(version: SoapVersion, code: SoapFaultCode, chain: readonly string[]): string {
   const text = escapeText(chain.join(' ---> '));
@@ -56,6 +61,7 @@ export function faultEnvelope(version: SoapVersion, code: SoapFaultCode, chain: 
   const fault =
     version === '1.1'
       ? `<soap:Fault><faultcode>${value}</faultcode><faultstring>${text}</faultstring><detail /></soap:Fault>`
-      : `<soap:Fault><soap:Code><soap:Value>${value}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">${text}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
+      : `<soap:Fault><soap:Code><soap:Value>${value}</soap:Value></soap:Code><soap:Reason><soap:Text ` +
+        `xml:lang="en">${text}</soap:Text></soap:Reason><soap:Detail /></soap:Fault>`;
   return envelope(version, header, fault);
 }
