@@ -135,7 +135,7 @@ function failedForItsKey(err: unknown): boolean {
 
 export function createPageCache({ settings, shared, registry, background, log, now = Date.now }: PageCacheOptions): PageCache {
   const config = settings();
-  const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', secret: config.deprecation.clientIdKey });
+  const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', hashOf: shared.hashOf });
   const memory = new MemoryPages(config.cache.maxBytes);
   const fleet = shared.configured ? fleetPages(shared) : null;
   const flights = new Map<string, Flight>();

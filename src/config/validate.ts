@@ -15,6 +15,15 @@ const check = ajv.compile<Settings>(ConfigSchema);
 /** A random key of 32 characters or more has more: `openssl rand -hex 32` gives 16 of 16 hex digits. */
 const MIN_DISTINCT_KEY_CHARACTERS = 8;
 
+/** A secret too regular to be random: its problem, else false. */
+function patternedKey(key: string | null): string | false {
+  return (
+    key !== null &&
+    new Set(key).size < MIN_DISTINCT_KEY_CHARACTERS &&
+    `must be a random key, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`
+  );
+}
+
 /** Rules across keys, checked in order once every key is valid on its own: the key refused, and its problem if any. */
 const RULES: readonly (readonly [key: string, problem: (settings: Settings) => string | false])[] = [
   [
@@ -49,13 +58,8 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       server.adminPort === server.port &&
       `must differ from server.port (${server.port}): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.`,
   ],
-  [
-    'deprecation.clientIdKey',
-    ({ deprecation: { clientIdKey } }) =>
-      clientIdKey !== null &&
-      new Set(clientIdKey).size < MIN_DISTINCT_KEY_CHARACTERS &&
-      `must be a random key, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`,
-  ],
+  ['deprecation.clientIdKey', ({ deprecation }) => patternedKey(deprecation.clientIdKey)],
+  ['redis.secret', ({ redis }) => patternedKey(redis.secret)],
   ['clients', ({ clients }) => clientsProblem(clients)],
   [
     'clients',
