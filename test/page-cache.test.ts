@@ -476,8 +476,7 @@ describe('rules', () => {
 
   it('Cache-Control: max-age less Age, s-maxage first, stale-* of the response, must-revalidate', () => {
     const configured = { freshSeconds: 60, staleWhileRevalidateSeconds: 30, staleIfErrorSeconds: 600 };
-    const at = (cacheControl: string | null, ageSeconds = 0) =>
-      deadlinesOf(0, configured, { status: 200, cacheControl, etag: null, lastModified: null, ageSeconds });
+    const at = (cacheControl: string | null, ageSeconds = 0) => deadlinesOf(0, configured, { cacheControl, ageSeconds });
     expect(at(null)).toEqual({ freshUntil: 60_000, staleWhileRevalidateUntil: 90_000, staleIfErrorUntil: 660_000 });
     expect(at('max-age=100', 40)).toEqual({ freshUntil: 60_000, staleWhileRevalidateUntil: 90_000, staleIfErrorUntil: 660_000 });
     expect(at('max-age=100, s-maxage=10')).toEqual({ freshUntil: 10_000, staleWhileRevalidateUntil: 10_000, staleIfErrorUntil: 10_000 });

@@ -20,6 +20,9 @@ export interface Freshness {
   readonly staleIfErrorSeconds: number;
 }
 
+/** What the upstream's response said of how long its page may be kept: all a page's deadlines need of it. */
+export type PageCaching = Pick<ResponseCaching, 'cacheControl' | 'ageSeconds'>;
+
 /** Epoch milliseconds. */
 export interface Deadlines {
   /** Until then the page is served as it is. */
@@ -58,7 +61,7 @@ function seconds(value: string | true | undefined): number | null {
 }
 
 /** The deadlines of a page stored at `now`; null when it must not be kept at all. */
-export function deadlinesOf(now: number, configured: Freshness, caching: ResponseCaching | null): Deadlines | null {
+export function deadlinesOf(now: number, configured: Freshness, caching: PageCaching | null): Deadlines | null {
   const directives = directivesOf(caching?.cacheControl ?? null);
   if (directives.has('no-store') || directives.has('private')) return null;
   const sharedMaxAge = seconds(directives.get('s-maxage'));

@@ -9,7 +9,8 @@ import type { UpstreamRequest } from '../translate/plan.js';
 import { ownedPage, type Page } from '../xml/compact.js';
 import { deadlinesOf } from './freshness.js';
 import { pageKey } from './key.js';
-import { fleetPages, MemoryPages, pageOf, type CachedPage } from './store.js';
+import type { CachedPage } from './entry.js';
+import { fleetPages, MemoryPages, pageOf } from './store.js';
 
 /**
  * The page cache (docs/operating.md, "Page cache"): a decorator of the call's upstream `Fetcher`.
@@ -137,7 +138,13 @@ export function createPageCache({ settings, shared, registry, background, log, n
   const config = settings();
   const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', hashOf: shared.hashOf });
   const memory = new MemoryPages(config.cache.maxBytes);
-  const fleet = shared.configured ? fleetPages(shared) : null;
+  const fleet = shared.configured
+    ? fleetPages(shared, {
+        maxPageBytes: config.upstream.maxResponseBytes,
+        now,
+        deadlines: (path, storedAt, caching) => deadlinesOf(storedAt, settings().cache.endpoints[path], caching),
+      })
+    : null;
   const flights = new Map<string, Flight>();
   /** Writes to Redis and lock releases under way, awaited on close. */
   const pending = new Set<Promise<unknown>>();
@@ -179,7 +186,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
   async function lookup(key: string, request: UpstreamRequest): Promise<CachedPage | null> {
     let cached = memory.get(key) ?? null;
     if (fleet !== null && (cached === null || now() >= cached.freshUntil)) {
-      const remote = await fleet.get(key);
+      const remote = await fleet.get(key, request.path);
       if (remote !== null && (cached === null || remote.storedAt > cached.storedAt)) {
         cached = remote;
         memory.set(key, remote);
@@ -204,6 +211,9 @@ export function createPageCache({ settings, shared, registry, background, log, n
       storedAt,
       etag: caching?.etag ?? previous?.etag ?? null,
       lastModified: caching?.lastModified ?? previous?.lastModified ?? null,
+      // What the deadlines came from: Redis keeps these, and a page read back gets its deadlines from them.
+      cacheControl: caching?.cacheControl ?? null,
+      ageSeconds: caching?.ageSeconds ?? 0,
     };
     memory.set(key, cached);
     return fleet === null ? Promise.resolve() : fleet.put(key, cached, storedAt);
@@ -254,7 +264,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
     }
     const token = randomUUID();
     if (!(await fleet.lock(key, token))) {
-      const landed = await fleet.waitFor(key, cached?.storedAt ?? 0, FLEET_WAIT_MS, signal);
+      const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, FLEET_WAIT_MS, signal);
       if (landed !== null && landed.rootName === config.upstream.answers[request.path].root) {
         memory.set(key, landed);
         return { page: pageOf(landed), result: 'coalesced' };
@@ -267,7 +277,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
     try {
       // Another instance may have put the page in and let the lock go between this one's look-up
       // and its lock: then it is that page, not one more upstream request.
-      const landed = await fleet.get(key);
+      const landed = await fleet.get(key, request.path);
       if (
         landed !== null &&
         landed.storedAt > (cached?.storedAt ?? 0) &&
