@@ -158,8 +158,8 @@ describe('with a budget, on one instance without Redis', () => {
     expect(upstream.requests).toHaveLength(1);
     // Another key has its own budget.
     answer = (res) => {
-      res.writeHead(403, { 'content-type': 'text/html' });
-      res.end('<html><body><h1>Developer Over Rate</h1></body></html>');
+      res.writeHead(403, { 'content-type': 'text/xml' });
+      res.end('\r\n<h1>Developer Over Rate</h1>\n');
     };
     const byBody = await lookup(proxy.base, 'key-b');
     expect(byBody.status).toBe(503);
@@ -191,6 +191,22 @@ describe('with a budget, on one instance without Redis', () => {
     ]);
     expect(byKeyA).toMatch(/^hmac:[0-9a-f]{12}$/);
     expect(JSON.stringify(proxy.lines)).not.toMatch(/key-[abc]/);
+  });
+
+  it("a 403 whose body only holds the gateway's words (a caller's text echoed) is the fault it always was, and pauses nothing", async () => {
+    const upstream = await stub((req, res) => {
+      const query = new URL(req.url ?? '/', 'http://upstream').searchParams.get('query') ?? '';
+      res.writeHead(403, { 'content-type': 'text/html' });
+      res.end(`<html><body>Forbidden: ${query}</body></html>`);
+    });
+    const proxy = await instance(upstream, { upstream: { budget: { requestsPerSecond: 100 } } });
+    const search = (query: string) =>
+      fetch(`${proxy.base}/index.asmx/Search?${new URLSearchParams({ query, apiKey: 'shared', version: '1' })}`);
+    for (const echoed of ['<h1>Developer Over Rate</h1>', ' <h1>Developer Over Qps</h1> ']) expect((await search(echoed)).status).toBe(500);
+    expect(upstream.requests).toHaveLength(2);
+    expect((await search('cat')).status).toBe(500);
+    expect(upstream.requests).toHaveLength(3);
+    expect(proxy.lines.filter((line) => line.event === 'upstream_key_paused')).toEqual([]);
   });
 
   it('reads Retry-After as seconds or an HTTP date, capped at an hour', () => {
