@@ -4,7 +4,7 @@ import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamOverLimit } from '../errors.js';
 import { MAX_PAUSE_SECONDS, type Fetcher } from '../outbound/upstream.js';
 import { scriptCommands, type Shared } from '../redis/shared.js';
-import type { UpstreamRequest } from '../translate/plan.js';
+import { appKeyOf } from '../translate/plan.js';
 
 /**
  * The upstream budget (`upstream.budget`, docs/operating.md): at most `requestsPerSecond` upstream
@@ -224,7 +224,8 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
         const { requestsPerSecond } = budget;
         if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId, exchange);
         metrics ??= budgetMetrics(registry);
-        const appKey = appKeyOf(request);
+        // The appKey a request spends from (one for every request in `fixed` mode); only its hash is kept.
+        const appKey = appKeyOf(request) ?? '';
         const key = shared.hashOf(appKey);
         await admit(key, { ...budget, requestsPerSecond }, signal);
         try {
@@ -266,11 +267,6 @@ function budgetMetrics(registry: Registry) {
   for (const source of ['budget', 'upstream'] as const) sheds.inc({ source }, 0);
   for (const limit of ['qps', 'rate'] as const) pauses.inc({ limit }, 0);
   return { waits, waitSeconds, sheds, pauses };
-}
-
-/** The appKey a request spends from (one for every request in `fixed` mode); only its hash is kept (Shared.hashOf). */
-function appKeyOf(request: UpstreamRequest): string {
-  return request.params.find(([name]) => name === 'appKey')?.[1] ?? '';
 }
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */

@@ -84,3 +84,11 @@ export function deadlinesOf(now: number, configured: Freshness, caching: PageCac
 export function keepUntil(deadlines: Deadlines): number {
   return Math.max(deadlines.freshUntil, deadlines.staleWhileRevalidateUntil, deadlines.staleIfErrorUntil);
 }
+
+/** The longest a page may be served by these configured ages, fresh and then stale, in seconds. */
+export function longestServedSeconds(endpoints: Readonly<Record<string, Freshness>>): number {
+  return Math.max(
+    0,
+    ...Object.values(endpoints).map((ages) => ages.freshSeconds + Math.max(ages.staleWhileRevalidateSeconds, ages.staleIfErrorSeconds)),
+  );
+}

@@ -19,6 +19,7 @@ export function pageKey({ baseUrl, hashOf }: PageKeyOptions): PageKey {
   return (request, shareAcrossKeys) => {
     const params = shareAcrossKeys ? request.params.filter(([name]) => !SECRET_PARAMS.has(name)) : request.params;
     const query = new URLSearchParams(params as [string, string][]).toString();
-    return hashOf(`page-cache\n${baseUrl}\n${request.path}?${query}`);
+    // Told apart: a request without an appKey asked as its own must never find a page shared across keys.
+    return hashOf(`page-cache\n${shareAcrossKeys ? 'across keys' : 'own key'}\n${baseUrl}\n${request.path}?${query}`);
   };
 }

@@ -7,9 +7,10 @@ import type { Exchange, Fetcher, ResponseCaching } from '../outbound/upstream.js
 import type { Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 import { ownedPage, type Page } from '../xml/compact.js';
-import { deadlinesOf } from './freshness.js';
+import { deadlinesOf, longestServedSeconds } from './freshness.js';
 import { pageKey } from './key.js';
 import type { CachedPage } from './entry.js';
+import { createKeySharing } from './sharing.js';
 import { fleetPages, MemoryPages, pageOf } from './store.js';
 
 /**
@@ -145,6 +146,12 @@ export function createPageCache({ settings, shared, registry, background, log, n
         deadlines: (path, storedAt, caching) => deadlinesOf(storedAt, settings().cache.endpoints[path], caching),
       })
     : null;
+  const sharing = createKeySharing({
+    hashOf: shared.hashOf,
+    memoryMs: () => longestServedSeconds(settings().cache.endpoints) * 1000,
+    now,
+  });
+  const refresher = sharing.watch(background);
   const flights = new Map<string, Flight>();
   /** Writes to Redis and lock releases under way, awaited on close. */
   const pending = new Set<Promise<unknown>>();
@@ -320,7 +327,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
           key,
           request,
           cached,
-          background,
+          refresher,
           AbortSignal.any([signal, closing.signal, AbortSignal.timeout(settings().upstream.callTimeoutMs)]),
         ),
       true,
@@ -338,7 +345,8 @@ export function createPageCache({ settings, shared, registry, background, log, n
     signal: AbortSignal | undefined,
     foreground: Fetcher,
   ): Promise<{ page: Page; result: PageResult }> {
-    const key = keyOf(request, settings().cache.shareAcrossKeys);
+    const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(request);
+    const key = keyOf(request, acrossKeys);
     const cached = await lookup(key, request);
     const at = now();
     if (cached !== null && at < cached.freshUntil) return { page: pageOf(cached), result: 'hit' };
@@ -355,7 +363,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
       } catch (err) {
         // Shared across keys, the request joined was another caller's, with its appKey: what that key
         // may not do (a 4xx, its budget) is not this caller's answer. Its own request, then.
-        if (!settings().cache.shareAcrossKeys || !failedForItsKey(err) || signal?.aborted === true) throw err;
+        if (!acrossKeys || !failedForItsKey(err) || signal?.aborted === true) throw err;
         const { fetched, stored } = await fromUpstream(key, request, cached, foreground, signal ?? new AbortController().signal);
         track(stored);
         return fetched;
@@ -371,9 +379,10 @@ export function createPageCache({ settings, shared, registry, background, log, n
 
   return {
     fetcher(foreground, served) {
+      const watched = sharing.watch(foreground);
       return {
         async fetch(request, signal) {
-          const { page, result } = await fetchPage(request, signal, foreground);
+          const { page, result } = await fetchPage(request, signal, watched);
           results.inc({ endpoint: request.path, result });
           served(result);
           return page;
