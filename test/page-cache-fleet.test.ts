@@ -224,6 +224,24 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     expect(upstream.requests).toHaveLength(3);
   });
 
+  it('a lock on a page held for a year is not obeyed: the miss fetches the page at once, and the lock is counted', async () => {
+    const [a, b] = await fleet();
+    await a.search('dog');
+    const [[key]] = (await pagesInRedis(1)) as [[string, Buffer]];
+    const client = new Redis(redis.url);
+    try {
+      await client.del(key);
+      await client.set(key.replace(':page:', ':page-lock:'), 'not-an-instance', 'PX', 365 * 86_400_000);
+    } finally {
+      client.disconnect();
+    }
+    const started = performance.now();
+    expect(pagesOf(await b.search('dog'))).toEqual(only('miss'));
+    // An instance waits up to 3 s for the holder of a lock to bring the page.
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(await b.metric('redis_values_refused_total', { use: 'lock', reason: 'bounds' })).toBe(1);
+  });
+
   it('misses of the same page on both instances at once make one upstream request', async () => {
     const [a, b] = await fleet();
     delayMs = 300;

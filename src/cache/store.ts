@@ -1,5 +1,5 @@
 import type { UpstreamPath } from '../operations.js';
-import type { Shared } from '../redis/shared.js';
+import { scriptCommands, type Shared } from '../redis/shared.js';
 import type { CompactDocument } from '../xml/compact.js';
 import { openEntry, sealEntry, type CachedPage } from './entry.js';
 import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
@@ -99,6 +99,27 @@ export interface PageBounds {
   readonly deadlines: (path: UpstreamPath, storedAt: number, caching: PageCaching) => Deadlines | null;
 }
 
+/**
+ * KEYS: the lock. ARGV: this instance's token, the lock's TTL (ms). Takes the lock unless another holds
+ * it. A lock held longer than any instance takes one for, or for ever, is not another's: whoever wrote
+ * it would have every miss of the page wait for a page that never comes. It is deleted, and said.
+ * Returns {taken, refused}, each 1 or 0.
+ */
+const LOCK_SCRIPT = `
+local refused = 0
+local held = redis.call('PTTL', KEYS[1])
+if held == -1 or held > tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+  refused = 1
+end
+local taken = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
+return {taken and 1 or 0, refused}
+`;
+
+const commands = scriptCommands<{ pageCacheLock(lock: string, token: string, ttlMs: string): Promise<[number, number]> }>({
+  pageCacheLock: { keys: 1, lua: LOCK_SCRIPT },
+});
+
 /** Releases a lock only if it is still this instance's (it may have expired and been taken since). */
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
@@ -137,12 +158,13 @@ export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
       );
     },
     async lock(key, token) {
-      const taken = await shared.run(
+      const [taken, refused] = await shared.run(
         'lock',
-        (redis) => redis.set(lockKey(key), token, 'PX', LOCK_TTL_MS, 'NX'),
-        () => 'OK' as const,
+        (redis) => commands(redis).pageCacheLock(lockKey(key), token, String(LOCK_TTL_MS)),
+        () => [1, 0],
       );
-      return taken === 'OK';
+      if (refused === 1) shared.refuse('lock', 'bounds', lockKey(key));
+      return taken === 1;
     },
     async unlock(key, token) {
       await shared.run(
