@@ -28,6 +28,9 @@ import { fleetPages, MemoryPages, pageOf } from './store.js';
  *   was fetching the same page; it is that request's page.
  * - **stale** again when the request fails for the upstream's sake (down, timeout, 5xx, or over its
  *   budget: `UpstreamBusy`) and the page is within stale-if-error; past it, the call gets its fault.
+ *
+ * Shared across keys (`cache.shareAcrossKeys`), a request is asked under the shared key only when
+ * src/cache/sharing.ts allows it (an appKey the upstream has not refused lately), else under its own.
  */
 
 export const PAGE_RESULTS = ['hit', 'miss', 'stale', 'revalidated', 'coalesced'] as const;
