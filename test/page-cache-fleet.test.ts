@@ -8,6 +8,7 @@ import { createSeal } from '../src/redis/seal.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
+import type { Json } from '../src/config/validate.js';
 
 /**
  * The page cache of a fleet: two instances of the app sharing one real redis-server (Debian's
@@ -58,10 +59,10 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     return [await another(), await another()];
   }
 
-  /** One more instance of the fleet, connected to Redis. */
-  async function another(): Promise<CachedApp> {
-    const overrides = { redis: { url: redis.url, keyPrefix: 'fleet-test:' }, deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } };
-    const instance = await startCachedApp(() => {}, overrides, { upstream });
+  /** One more instance of the fleet, connected to Redis; `settings` over the fleet's. */
+  async function another(settings: Readonly<Record<string, Json>> = {}, answering: StubUpstream = upstream): Promise<CachedApp> {
+    const fleetSettings = { redis: { url: redis.url, keyPrefix: 'fleet-test:' }, deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } };
+    const instance = await startCachedApp(() => {}, { ...fleetSettings, ...settings }, { upstream: answering });
     instances.push(instance);
     // Until its connection is ready an instance is on its own state, as during an outage.
     await until('the instance connected to Redis', async () => (await instance.metric('redis_up')) === 1);
@@ -240,6 +241,28 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     // An instance waits up to 3 s for the holder of a lock to bring the page.
     expect(performance.now() - started).toBeLessThan(1500);
     expect(await b.metric('redis_values_refused_total', { use: 'lock', reason: 'bounds' })).toBe(1);
+  });
+
+  it('shared across keys, a key one instance saw refused is served no shared page by the others', async () => {
+    const gateway = await startStubUpstream((req: IncomingMessage, res: ServerResponse) => {
+      if (new URL(req.url ?? '/', 'http://upstream').searchParams.get('appKey') === 'REVOKED') {
+        res.writeHead(403, { 'content-type': 'text/xml', 'x-mashery-error-code': 'ERR_403_NOT_AUTHORIZED' }).end('<h1>Not Authorized</h1>');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(markedPage('page'));
+    });
+    try {
+      const sharing = { cache: { shareAcrossKeys: true } };
+      const [a, b] = [await another(sharing, gateway), await another(sharing, gateway)];
+      expect((await a.search('dog', 'K1')).status).toBe(200);
+      // Not known to be refused: a shared page skips the upstream's check of the key.
+      expect(pagesOf(await a.search('dog', 'REVOKED'))).toEqual(only('hit'));
+      expect((await b.search('cat', 'REVOKED')).status).toBe(500);
+      await until('a to hear of it', async () => (await a.search('dog', 'REVOKED')).status === 500, 5000);
+    } finally {
+      await Promise.all(instances.splice(0).map((instance) => instance.close()));
+      await gateway.close();
+    }
   });
 
   it('misses of the same page on both instances at once make one upstream request', async () => {

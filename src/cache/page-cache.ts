@@ -150,8 +150,9 @@ export function createPageCache({ settings, shared, registry, background, log, n
       })
     : null;
   const sharing = createKeySharing({
-    hashOf: shared.hashOf,
+    shared,
     memoryMs: () => longestServedSeconds(settings().cache.endpoints) * 1000,
+    active: () => settings().cache.shareAcrossKeys,
     now,
   });
   const refresher = sharing.watch(background);
@@ -393,6 +394,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
       };
     },
     async close() {
+      sharing.close();
       closing.abort(new Error('the page cache is closing'));
       while (pending.size > 0) await Promise.all([...pending]);
     },
