@@ -176,7 +176,7 @@ export function validateConfig(json: Json, origins: Readonly<Record<string, stri
   if (!check(settings)) throw refusal(firstError(check.errors!), origins);
   for (const [key, problem] of RULES) {
     const found = problem(settings);
-    if (found !== false) throw new ConfigError(key, found);
+    if (found !== false) throw new ConfigError(origins[key] === undefined ? key : `${origins[key]} (${key})`, found);
   }
   return normalise(settings);
 }
