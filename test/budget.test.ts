@@ -388,11 +388,14 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
       expect([held.status, held.headers.get('retry-after')]).toEqual([503, '2']);
       await client.set(bucket, 'not a number');
       expect((await lookup(proxy.base, 'held-key')).status).toBe(503);
+      await client.del(bucket);
+      await client.rpush(bucket, 'a list');
+      expect((await lookup(proxy.base, 'held-key')).status).toBe(503);
     } finally {
       client.disconnect();
     }
     const metrics = await proxy.metrics();
-    expect(metric(metrics, 'redis_values_refused_total{use="budget",reason="bounds"}')).toBe(2);
+    expect(metric(metrics, 'redis_values_refused_total{use="budget",reason="bounds"}')).toBe(3);
     expect(metric(metrics, 'redis_fallbacks_total{use="budget"}') ?? 0).toBe(0);
   });
 

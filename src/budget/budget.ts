@@ -56,9 +56,9 @@ type Verdict =
  *
  * Neither value can carry our MAC (Lua would need the secret, which never goes to Redis), so both are
  * bounded as if written now: a pause longer than the longest one the proxy sets, or a bucket further
- * ahead than one burst window (the burst at the interval and the longest wait), was written by
- * something else, or under another configuration. The pause is deleted and not obeyed; the bucket is
- * taken at its bound. `refused` says which: REFUSED_PAUSE + REFUSED_BUCKET, for the metric.
+ * ahead than one burst window (the burst at the interval and the longest wait) or not a number, was
+ * written by something else, or under another configuration. The pause is deleted and not obeyed; the
+ * bucket is taken at its bound. `refused` says which: REFUSED_PAUSE + REFUSED_BUCKET, for the metric.
  */
 const TAKE_SCRIPT = `
 local refused = 0
@@ -74,8 +74,9 @@ local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local window = now + interval * burst + tonumber(ARGV[3])
-local stored = redis.call('GET', KEYS[1])
-local tat = tonumber(stored or '0')
+-- pcall: a value of another type is refused like a bucket that is no number, then overwritten.
+local stored = redis.pcall('GET', KEYS[1])
+local tat = type(stored) == 'table' and nil or tonumber(stored or '0')
 if tat == nil or tat ~= tat or tat > window then
   tat = window
   refused = refused + 2
