@@ -158,8 +158,8 @@ describe('with a budget, on one instance without Redis', () => {
     expect(upstream.requests).toHaveLength(1);
     // Another key has its own budget.
     answer = (res) => {
-      res.writeHead(403, { 'content-type': 'text/html' });
-      res.end('<html><body><h1>Developer Over Rate</h1></body></html>');
+      res.writeHead(403, { 'content-type': 'text/xml' });
+      res.end('\r\n<h1>Developer Over Rate</h1>\n');
     };
     const byBody = await lookup(proxy.base, 'key-b');
     expect(byBody.status).toBe(503);
@@ -183,11 +183,30 @@ describe('with a budget, on one instance without Redis', () => {
     expect(metric(metrics, 'upstream_key_pauses_total{limit="qps"}')).toBe(1);
     expect(metric(metrics, 'upstream_key_pauses_total{limit="rate"}')).toBe(1);
     expect(metric(metrics, 'upstream_budget_sheds_total{source="upstream"}')).toBe(3);
-    expect(proxy.lines.filter((line) => line.event === 'upstream_key_paused')).toMatchObject([
-      { limit: 'qps', pauseMs: 1000 },
-      { limit: 'rate', pauseMs: 60_000 },
+    // The key named as the hits name its caller: the same keyed fingerprint.
+    const [byKeyA, , byKeyB] = hitsOf(proxy.lines).map((hit) => hit.clientFingerprint);
+    expect(proxy.lines.filter((line) => line.event === 'upstream_key_paused')).toEqual([
+      expect.objectContaining({ limit: 'qps', pauseMs: 1000, appKey: byKeyA }),
+      expect.objectContaining({ limit: 'rate', pauseMs: 60_000, appKey: byKeyB }),
     ]);
+    expect(byKeyA).toMatch(/^hmac:[0-9a-f]{12}$/);
     expect(JSON.stringify(proxy.lines)).not.toMatch(/key-[abc]/);
+  });
+
+  it("a 403 whose body only holds the gateway's words (a caller's text echoed) is the fault it always was, and pauses nothing", async () => {
+    const upstream = await stub((req, res) => {
+      const query = new URL(req.url ?? '/', 'http://upstream').searchParams.get('query') ?? '';
+      res.writeHead(403, { 'content-type': 'text/html' });
+      res.end(`<html><body>Forbidden: ${query}</body></html>`);
+    });
+    const proxy = await instance(upstream, { upstream: { budget: { requestsPerSecond: 100 } } });
+    const search = (query: string) =>
+      fetch(`${proxy.base}/index.asmx/Search?${new URLSearchParams({ query, apiKey: 'shared', version: '1' })}`);
+    for (const echoed of ['<h1>Developer Over Rate</h1>', ' <h1>Developer Over Qps</h1> ']) expect((await search(echoed)).status).toBe(500);
+    expect(upstream.requests).toHaveLength(2);
+    expect((await search('cat')).status).toBe(500);
+    expect(upstream.requests).toHaveLength(3);
+    expect(proxy.lines.filter((line) => line.event === 'upstream_key_paused')).toEqual([]);
   });
 
   it('reads Retry-After as seconds or an HTTP date, capped at an hour', () => {
@@ -326,6 +345,60 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     expect((await lookup(b.base, 'paused-key')).status).toBe(200);
   }, 10_000);
 
+  /** The Redis keys of the one appKey a first call spent from: its bucket, and where its pause would be. */
+  async function budgetKeys(client: Redis): Promise<{ bucket: string; pause: string }> {
+    const [bucket] = (await client.keys(`test-${fleet}:budget:*`)) as [string];
+    return { bucket, pause: bucket.replace(':budget:', ':budget-pause:') };
+  }
+
+  it('a pause in Redis longer than the longest the proxy sets (an hour) is not obeyed: deleted, counted, the call goes out', async () => {
+    const upstream = await timedUpstream();
+    // A bucket kept for seconds (10 at 2 a second), for the test to find it.
+    const proxy = await instance(upstream, shared({ requestsPerSecond: 2, burst: 10 }));
+    expect((await lookup(proxy.base, 'held-key')).status).toBe(200);
+    const client = new Redis(redis.url);
+    try {
+      const { pause } = await budgetKeys(client);
+      await client.set(pause, '1', 'PX', 365 * 86_400_000);
+      const reply = await lookup(proxy.base, 'held-key');
+      expect([reply.status, reply.headers.get('retry-after')]).toEqual([200, null]);
+      expect(await client.exists(pause)).toBe(0);
+      // One an hour long is what a 403 may ask for: obeyed, never longer.
+      await client.set(pause, '1', 'PX', 3_600_000);
+      const paused = await lookup(proxy.base, 'held-key');
+      expect(paused.status).toBe(503);
+      expect(Number(paused.headers.get('retry-after'))).toBeLessThanOrEqual(3600);
+    } finally {
+      client.disconnect();
+    }
+    expect(upstream.requests).toHaveLength(2);
+    expect(metric(await proxy.metrics(), 'redis_values_refused_total{use="budget",reason="bounds"}')).toBe(1);
+  });
+
+  it('a bucket in Redis set a year ahead holds the key back one burst window at most, counted', async () => {
+    const upstream = await timedUpstream();
+    // A burst window: 2 requests at 1 a second, and the longest wait, 500 ms: 2.5 s.
+    const proxy = await instance(upstream, shared({ requestsPerSecond: 1, burst: 2, maxWaitMs: 500 }));
+    expect((await lookup(proxy.base, 'held-key')).status).toBe(200);
+    const client = new Redis(redis.url);
+    try {
+      const { bucket } = await budgetKeys(client);
+      await client.set(bucket, String(Date.now() + 365 * 86_400_000), 'PX', 365 * 86_400_000);
+      const held = await lookup(proxy.base, 'held-key');
+      expect([held.status, held.headers.get('retry-after')]).toEqual([503, '2']);
+      await client.set(bucket, 'not a number');
+      expect((await lookup(proxy.base, 'held-key')).status).toBe(503);
+      await client.del(bucket);
+      await client.rpush(bucket, 'a list');
+      expect((await lookup(proxy.base, 'held-key')).status).toBe(503);
+    } finally {
+      client.disconnect();
+    }
+    const metrics = await proxy.metrics();
+    expect(metric(metrics, 'redis_values_refused_total{use="budget",reason="bounds"}')).toBe(3);
+    expect(metric(metrics, 'redis_fallbacks_total{use="budget"}') ?? 0).toBe(0);
+  });
+
   it('Redis killed mid-run: calls are still answered on the local budget, said once in the log and in redis_up and redis_fallbacks_total, and sharing resumes when it is back', async () => {
     const upstream = await timedUpstream();
     const own = await startRedis();
@@ -392,6 +465,26 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     } finally {
       client.disconnect();
     }
+  });
+  it('a page count in Redis not sealed by the fleet is refused: the list is fetched as one not seen before', async () => {
+    const upstream = await timedUpstream();
+    const settings = shared();
+    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+    const store = (base: string): Promise<Response> =>
+      fetch(`${base}/index.asmx/StoreLookup?${new URLSearchParams({ storeId: 'big', apiKey: 'k', version: '1', productTypes: '' })}`);
+    expect((await store(a.base)).status).toBe(200);
+    const client = new Redis(redis.url);
+    try {
+      const [key] = (await client.keys(`test-${fleet}:pages:*`)) as [string];
+      // As many pages as a call may fetch (upstream.maxPagesPerCall), not sealed.
+      await client.set(key, '50', 'PX', 60_000);
+    } finally {
+      client.disconnect();
+    }
+    upstream.arrivals.length = 0;
+    expect((await store(b.base)).status).toBe(200);
+    expect(upstream.arrivals).toHaveLength(3);
+    expect(metric(await b.metrics(), 'redis_values_refused_total{use="pageCounts",reason="forged"}')).toBe(1);
   });
 });
 

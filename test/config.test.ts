@@ -110,6 +110,25 @@ describe('configuration validation', () => {
     expect(() => loadConfig({ REDIS_URL: '' })).toThrow('REDIS_URL');
   });
 
+  it('takes REDIS_SECRET as redis.secret, a random key of 32 characters or more, never shown', () => {
+    const secret = 'f3a9c1d27b8e4560a1b2c3d4e5f60718';
+    expect(loadConfig({ REDIS_SECRET: secret }).redis.secret).toBe(secret);
+    expect(loadConfig({}).redis.secret).toBeNull();
+    const refusal = (value: string): string => {
+      try {
+        loadConfig({ REDIS_SECRET: value });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'taken';
+    };
+    expect(refusal('short-secret-not-random')).toBe(
+      'Invalid configuration: REDIS_SECRET (redis.secret) must be at least 32 characters long.',
+    );
+    expect(refusal('xy'.repeat(20))).toContain('REDIS_SECRET (redis.secret) must be a random key, not a repeated pattern');
+    expect(refusal('xy'.repeat(20))).not.toContain('xyxy');
+  });
+
   it('ships config/default.json equal to the defaults of the schema', () => {
     const shipped = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'config', 'default.json'), 'utf8')) as Json;
     expect(shipped).toEqual(validateConfig({}));

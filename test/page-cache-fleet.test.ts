@@ -4,9 +4,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PageResult } from '../src/cache/page-cache.js';
 import { markedPage, startCachedApp, until, type CachedApp } from './support/cached-app.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
+import { createSeal } from '../src/redis/seal.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
+import type { Json } from '../src/config/validate.js';
 
 /**
  * The page cache of a fleet: two instances of the app sharing one real redis-server (Debian's
@@ -54,14 +56,17 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
 
   /** Two instances of one fleet: the same Redis, the same clientIdKey, their own memory. */
   async function fleet(): Promise<[CachedApp, CachedApp]> {
-    const overrides = { redis: { url: redis.url, keyPrefix: 'fleet-test:' }, deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } };
-    instances = [await startCachedApp(() => {}, overrides, { upstream }), await startCachedApp(() => {}, overrides, { upstream })];
+    return [await another(), await another()];
+  }
+
+  /** One more instance of the fleet, connected to Redis; `settings` over the fleet's. */
+  async function another(settings: Readonly<Record<string, Json>> = {}, answering: StubUpstream = upstream): Promise<CachedApp> {
+    const fleetSettings = { redis: { url: redis.url, keyPrefix: 'fleet-test:' }, deprecation: { clientIdKey: TEST_CLIENT_ID_KEY } };
+    const instance = await startCachedApp(() => {}, { ...fleetSettings, ...settings }, { upstream: answering });
+    instances.push(instance);
     // Until its connection is ready an instance is on its own state, as during an outage.
-    await until('both instances connected to Redis', async () => {
-      const up = await Promise.all(instances.map((instance) => instance.metric('redis_up')));
-      return up.every((value) => value === 1);
-    });
-    return instances as [CachedApp, CachedApp];
+    await until('the instance connected to Redis', async () => (await instance.metric('redis_up')) === 1);
+    return instance;
   }
 
   const pagesOf = (called: { hit: Record<string, unknown> }) => called.hit.pages as Record<PageResult, number>;
@@ -110,6 +115,154 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     expect(second.body).toBe(first.body);
     expect(pagesOf(second)).toEqual(only('miss'));
     expect(upstream.requests).toHaveLength(2);
+  });
+
+  /** Each page key of Redis with what it holds, once `count` pages are there. */
+  async function pagesInRedis(count: number): Promise<[string, Buffer][]> {
+    await until(
+      `${count} pages in Redis`,
+      async () => (await keysInRedis()).keys.filter((key) => key.startsWith('fleet-test:page:')).length === count,
+    );
+    const client = new Redis(redis.url);
+    try {
+      const keys = (await client.keys('fleet-test:page:*')).sort();
+      return Promise.all(keys.map(async (key): Promise<[string, Buffer]> => [key, (await client.getBuffer(key)) as Buffer]));
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  async function writeToRedis(key: string, value: Buffer): Promise<void> {
+    const client = new Redis(redis.url);
+    await client.set(key, value, 'PX', 600_000);
+    client.disconnect();
+  }
+
+  const seal = createSeal(TEST_CLIENT_ID_KEY);
+  /** A sealed page entry's header (src/cache/entry.ts) changed and sealed again with the fleet's own secret. */
+  function resealed(key: string, stored: Buffer, change: (header: Record<string, unknown>) => object): Buffer {
+    const value = seal.open(key, stored) as Buffer;
+    const length = value.readUInt32BE(0);
+    const header = Buffer.from(JSON.stringify(change(JSON.parse(value.toString('utf8', 4, 4 + length)) as Record<string, unknown>)));
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(header.length);
+    return seal.close(key, Buffer.concat([prefix, header, value.subarray(4 + length)]));
+  }
+
+  const refusedOn = (instance: CachedApp, reason: string) => instance.metric('redis_values_refused_total', { use: 'cache', reason });
+
+  it("a page moved to another appKey's Redis key is refused there: fetched for that key, counted, said once", async () => {
+    const [a, b] = await fleet();
+    await a.search('dog', 'key-one');
+    await a.search('dog', 'key-two');
+    const [[first, one], [second, two]] = (await pagesInRedis(2)) as [[string, Buffer], [string, Buffer]];
+    await writeToRedis(first, two);
+    await writeToRedis(second, one);
+    expect(pagesOf(await b.search('dog', 'key-one'))).toEqual(only('miss'));
+    expect(pagesOf(await b.search('dog', 'key-two'))).toEqual(only('miss'));
+    expect(upstream.requests).toHaveLength(4);
+    expect(await refusedOn(b, 'forged')).toBeGreaterThanOrEqual(2);
+    expect(b.lines.filter((line) => line.event === 'redis_value_refused')).toEqual([
+      expect.objectContaining({ use: 'cache', reason: 'forged', key: expect.stringMatching(/^fleet-test:page:/) }),
+    ]);
+  });
+
+  it('a page altered in Redis by one byte of the same length is refused', async () => {
+    const [a, b] = await fleet();
+    const first = await a.search('dog');
+    const [[key, stored]] = (await pagesInRedis(1)) as [[string, Buffer]];
+    const at = stored.lastIndexOf('v1');
+    const altered = Buffer.from(stored);
+    altered.write('v2', at, 'latin1');
+    await writeToRedis(key, altered);
+    const second = await b.search('dog');
+    expect([second.body, pagesOf(second)]).toEqual([first.body, only('miss')]);
+    expect(await refusedOn(b, 'forged')).toBeGreaterThan(0);
+  });
+
+  it('a page written to Redis by someone without the secret (fresh until 1e16, its own bytes) is refused', async () => {
+    const [a, b] = await fleet();
+    const first = await a.search('dog');
+    const [[key]] = (await pagesInRedis(1)) as [[string, Buffer]];
+    const page = Buffer.from(markedPage('forged'));
+    const header = Buffer.from(
+      JSON.stringify({
+        rootName: 'searchResultSet',
+        storedAt: 0,
+        freshUntil: 1e16,
+        staleWhileRevalidateUntil: 1e16,
+        staleIfErrorUntil: 1e16,
+        length: page.length,
+      }),
+    );
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(header.length);
+    await writeToRedis(key, Buffer.concat([prefix, header, page]));
+    const second = await b.search('dog');
+    expect([second.body, pagesOf(second)]).toEqual([first.body, only('miss')]);
+    expect(await refusedOn(b, 'forged')).toBeGreaterThan(0);
+  });
+
+  it("a page sealed by the fleet but out of bounds is not served as fresh: a date to come, a freshness of the header's own", async () => {
+    const [a, b] = await fleet();
+    await a.search('dog');
+    const [[key, stored]] = (await pagesInRedis(1)) as [[string, Buffer]];
+    // Stored a year from now: fresh for a year, were it believed.
+    await writeToRedis(
+      key,
+      resealed(key, stored, (header) => ({ ...header, storedAt: b.clock.now + 365 * 86_400_000 })),
+    );
+    expect(pagesOf(await b.search('dog'))).toEqual(only('miss'));
+    expect(await refusedOn(b, 'bounds')).toBeGreaterThan(0);
+    // Stored three minutes ago, saying it is fresh until 1e16: its deadlines are worked out again, by
+    // the configured 60 s fresh and 60 s stale-while-revalidate, so it is past them.
+    const [[, again]] = (await pagesInRedis(1)) as [[string, Buffer]];
+    const old = (header: Record<string, unknown>) => ({ ...header, storedAt: b.clock.now - 180_000, freshUntil: 1e16 });
+    await writeToRedis(key, resealed(key, again, old));
+    // Asked of an instance with nothing in memory: b keeps the page it fetched.
+    const c = await another();
+    expect(pagesOf(await c.search('dog'))).toEqual(only('miss'));
+    expect(upstream.requests).toHaveLength(3);
+  });
+
+  it('a lock on a page held for a year is not obeyed: the miss fetches the page at once, and the lock is counted', async () => {
+    const [a, b] = await fleet();
+    await a.search('dog');
+    const [[key]] = (await pagesInRedis(1)) as [[string, Buffer]];
+    const client = new Redis(redis.url);
+    try {
+      await client.del(key);
+      await client.set(key.replace(':page:', ':page-lock:'), 'not-an-instance', 'PX', 365 * 86_400_000);
+    } finally {
+      client.disconnect();
+    }
+    const started = performance.now();
+    expect(pagesOf(await b.search('dog'))).toEqual(only('miss'));
+    // An instance waits up to 3 s for the holder of a lock to bring the page.
+    expect(performance.now() - started).toBeLessThan(1500);
+    expect(await b.metric('redis_values_refused_total', { use: 'lock', reason: 'bounds' })).toBe(1);
+  });
+
+  it('shared across keys, a key one instance saw refused is served no shared page by the others', async () => {
+    const gateway = await startStubUpstream((req: IncomingMessage, res: ServerResponse) => {
+      if (new URL(req.url ?? '/', 'http://upstream').searchParams.get('appKey') === 'REVOKED') {
+        res.writeHead(403, { 'content-type': 'text/xml', 'x-mashery-error-code': 'ERR_403_NOT_AUTHORIZED' }).end('<h1>Not Authorized</h1>');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(markedPage('page'));
+    });
+    try {
+      const sharing = { cache: { shareAcrossKeys: true } };
+      const [a, b] = [await another(sharing, gateway), await another(sharing, gateway)];
+      expect((await a.search('dog', 'K1')).status).toBe(200);
+      // Not known to be refused: a shared page skips the upstream's check of the key.
+      expect(pagesOf(await a.search('dog', 'REVOKED'))).toEqual(only('hit'));
+      expect((await b.search('cat', 'REVOKED')).status).toBe(500);
+      await until('a to hear of it', async () => (await a.search('dog', 'REVOKED')).status === 500, 5000);
+    } finally {
+      await Promise.all(instances.splice(0).map((instance) => instance.close()));
+      await gateway.close();
+    }
   });
 
   it('misses of the same page on both instances at once make one upstream request', async () => {

@@ -145,6 +145,43 @@ describe('a fresh page', () => {
     expect((await bad).status).toBe(500);
   });
 
+  /** An upstream behind its gateway: a page for a key it takes, Mashery's 403 for none or one it refuses. */
+  function gateway(refused: Set<string>) {
+    return (req: IncomingMessage, res: ServerResponse): void => {
+      const appKey = new URL(req.url ?? '/', 'http://upstream').searchParams.get('appKey');
+      if (appKey === null || refused.has(appKey)) {
+        const code = appKey === null ? 'ERR_403_DEVELOPER_INACTIVE' : 'ERR_403_NOT_AUTHORIZED';
+        res.writeHead(403, { 'content-type': 'text/xml', 'x-mashery-error-code': code }).end('<h1>Not Authorized</h1>');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(markedPage('page'));
+    };
+  }
+
+  it('shared across keys, a call without a key (forward mode) is never served a shared page: the upstream checks it', async () => {
+    const app = await started(gateway(new Set()), { cache: { shareAcrossKeys: true }, upstream: { apiKeyMode: 'forward', appKey: null } });
+    expect((await app.search('dog', 'K1')).status).toBe(200);
+    const keyless = await app.search('dog', '');
+    expect([keyless.status, keyless.body.trim()]).toEqual([500, 'The remote server returned an error: (403) Forbidden.']);
+    expect(app.upstream.requests).toHaveLength(2);
+    expect(pagesOf(await app.search('dog', 'K2'))).toEqual(only('hit'));
+  });
+
+  it('shared across keys, a key the upstream refused is not served a shared page until the upstream takes it again', async () => {
+    const refused = new Set(['REVOKED']);
+    const app = await started(gateway(refused), { cache: { shareAcrossKeys: true } });
+    expect((await app.search('dog', 'K1')).status).toBe(200);
+    expect((await app.search('cat', 'REVOKED')).status).toBe(500);
+    const revoked = await app.search('dog', 'REVOKED');
+    expect([revoked.status, pagesOf(revoked)]).toEqual([500, { hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0 }]);
+    expect(app.upstream.requests).toHaveLength(3);
+    // The key taken again (a request of its own succeeds): shared pages again.
+    refused.clear();
+    expect((await app.search('bird', 'REVOKED')).status).toBe(200);
+    expect(pagesOf(await app.search('dog', 'REVOKED'))).toEqual(only('hit'));
+    expect(app.upstream.requests).toHaveLength(4);
+  });
+
   it('is keyed by the exact upstream request, appKey included unless cache.shareAcrossKeys', async () => {
     const own = await started(upstreamDoing(behaviour()));
     await own.search('dog', 'K1');
@@ -476,8 +513,7 @@ describe('rules', () => {
 
   it('Cache-Control: max-age less Age, s-maxage first, stale-* of the response, must-revalidate', () => {
     const configured = { freshSeconds: 60, staleWhileRevalidateSeconds: 30, staleIfErrorSeconds: 600 };
-    const at = (cacheControl: string | null, ageSeconds = 0) =>
-      deadlinesOf(0, configured, { status: 200, cacheControl, etag: null, lastModified: null, ageSeconds });
+    const at = (cacheControl: string | null, ageSeconds = 0) => deadlinesOf(0, configured, { cacheControl, ageSeconds });
     expect(at(null)).toEqual({ freshUntil: 60_000, staleWhileRevalidateUntil: 90_000, staleIfErrorUntil: 660_000 });
     expect(at('max-age=100', 40)).toEqual({ freshUntil: 60_000, staleWhileRevalidateUntil: 90_000, staleIfErrorUntil: 660_000 });
     expect(at('max-age=100, s-maxage=10')).toEqual({ freshUntil: 10_000, staleWhileRevalidateUntil: 10_000, staleIfErrorUntil: 10_000 });

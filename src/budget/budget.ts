@@ -2,9 +2,9 @@ import type { Redis } from 'ioredis';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamOverLimit } from '../errors.js';
-import type { Fetcher } from '../outbound/upstream.js';
+import { MAX_PAUSE_SECONDS, type Fetcher } from '../outbound/upstream.js';
 import { scriptCommands, type Shared } from '../redis/shared.js';
-import type { UpstreamRequest } from '../translate/plan.js';
+import { appKeyOf } from '../translate/plan.js';
 
 /**
  * The upstream budget (`upstream.budget`, docs/operating.md): at most `requestsPerSecond` upstream
@@ -27,6 +27,8 @@ export interface BudgetOptions {
   readonly shared: Shared;
   readonly registry: Registry;
   readonly log: BudgetLog;
+  /** An appKey as the logs name it: the keyed fingerprint the clients have (src/clients/fingerprint.ts). */
+  readonly fingerprintOf: (appKey: string) => string;
 }
 
 export interface BudgetLog {
@@ -48,24 +50,49 @@ type Verdict =
 
 /**
  * KEYS: the bucket, the pause. ARGV: the interval between requests (ms), the burst, the longest wait
- * (ms). Returns {1, wait} (a slot taken, `wait` ms from now), {0, wait} (none within the longest
- * wait; the first would be `wait` ms from now) or {-1, pause} (the key is paused for `pause` ms).
+ * (ms), the longest pause (ms). Returns {1, wait, refused} (a slot taken, `wait` ms from now),
+ * {0, wait, refused} (none within the longest wait; the first would be `wait` ms from now) or
+ * {-1, pause, 0} (the key is paused for `pause` ms).
+ *
+ * Neither value can carry our MAC (Lua would need the secret, which never goes to Redis), so both are
+ * bounded as if written now: a pause longer than the longest one the proxy sets, or a bucket further
+ * ahead than one burst window (the burst at the interval and the longest wait) or not a number, was
+ * written by something else, or under another configuration. The pause is deleted and not obeyed; the
+ * bucket is taken at its bound. `refused` says which: REFUSED_PAUSE + REFUSED_BUCKET, for the metric.
  */
 const TAKE_SCRIPT = `
+local refused = 0
 local paused = redis.call('PTTL', KEYS[2])
-if paused > 0 then return {-1, paused} end
+if paused > tonumber(ARGV[4]) then
+  redis.call('DEL', KEYS[2])
+  refused = 1
+elseif paused > 0 then
+  return {-1, paused, 0}
+end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 local interval = tonumber(ARGV[1])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+local burst = tonumber(ARGV[2])
+local window = now + interval * burst + tonumber(ARGV[3])
+-- pcall: a value of another type is refused like a bucket that is no number, then overwritten.
+local stored = redis.pcall('GET', KEYS[1])
+local tat = type(stored) == 'table' and nil or tonumber(stored or '0')
+if tat == nil or tat ~= tat or tat > window then
+  tat = window
+  refused = refused + 2
+end
 if tat < now then tat = now end
-local wait = tat - now - interval * (tonumber(ARGV[2]) - 1)
-if wait > tonumber(ARGV[3]) then return {0, math.ceil(wait)} end
+local wait = tat - now - interval * (burst - 1)
+if wait > tonumber(ARGV[3]) then return {0, math.ceil(wait), refused} end
 local later = tat + interval
 redis.call('SET', KEYS[1], string.format('%.3f', later), 'PX', math.ceil(later - now) + 1)
 if wait < 0 then wait = 0 end
-return {1, math.ceil(wait)}
+return {1, math.ceil(wait), refused}
 `;
+
+/** The bits of the take script's `refused`. */
+const REFUSED_PAUSE = 1;
+const REFUSED_BUCKET = 2;
 
 /** KEYS: the pause. ARGV: its length (ms). A longer pause already there is kept. */
 const PAUSE_SCRIPT = `
@@ -74,7 +101,14 @@ return 1
 `;
 
 interface BudgetCommands {
-  upstreamBudgetTake(bucket: string, pause: string, intervalMs: string, burst: string, maxWaitMs: string): Promise<[number, number]>;
+  upstreamBudgetTake(
+    bucket: string,
+    pause: string,
+    intervalMs: string,
+    burst: string,
+    maxWaitMs: string,
+    maxPauseMs: string,
+  ): Promise<[number, number, number]>;
   upstreamBudgetPause(pause: string, ms: string): Promise<number>;
 }
 
@@ -85,10 +119,12 @@ const commands = scriptCommands<BudgetCommands>({
 
 /** A pause is at least a second: a 403 said the key is over now, whatever its Retry-After said. */
 const MIN_PAUSE_MS = 1000;
+/** The longest pause the proxy sets: a longer one in Redis is not the fleet's. */
+const MAX_PAUSE_MS = MAX_PAUSE_SECONDS * 1000;
 /** Local buckets past this many keys are swept of the ones that are full again. */
 const LOCAL_SWEEP_SIZE = 10_000;
 
-export function createBudget({ settings, shared, registry, log }: BudgetOptions): Budget {
+export function createBudget({ settings, shared, registry, log, fingerprintOf }: BudgetOptions): Budget {
   // The metrics exist once a budget does: without one, /metrics is as it always was.
   let metrics: ReturnType<typeof budgetMetrics> | null = null;
   /** This instance's own buckets (the theoretical arrival time of each key) and pauses, by hashed key. */
@@ -112,13 +148,18 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
   };
 
   const takeShared = async (redis: Redis, key: string, { requestsPerSecond, burst, maxWaitMs }: Settings): Promise<Verdict> => {
-    const [status, ms] = await commands(redis).upstreamBudgetTake(
-      shared.key('budget', key),
-      shared.key('budget-pause', key),
+    const bucket = shared.key('budget', key);
+    const pauseKey = shared.key('budget-pause', key);
+    const [status, ms, refused] = await commands(redis).upstreamBudgetTake(
+      bucket,
+      pauseKey,
       String(1000 / requestsPerSecond),
       String(burst),
       String(maxWaitMs),
+      String(MAX_PAUSE_MS),
     );
+    if ((refused & REFUSED_PAUSE) !== 0) shared.refuse('budget', 'bounds', pauseKey);
+    if ((refused & REFUSED_BUCKET) !== 0) shared.refuse('budget', 'bounds', bucket);
     if (status === -1) {
       localPauses.set(key, performance.now() + ms);
       return { kind: 'paused', retryMs: ms };
@@ -161,12 +202,12 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
   }
 
   /** The key is over its limits at the gateway: paused here at once, and for the fleet. */
-  async function pause(key: string, over: UpstreamOverLimit): Promise<number> {
-    const ms = Math.max(MIN_PAUSE_MS, Math.round(over.retryAfterSeconds * 1000));
+  async function pause(key: string, appKey: string, over: UpstreamOverLimit): Promise<number> {
+    const ms = Math.min(MAX_PAUSE_MS, Math.max(MIN_PAUSE_MS, Math.round(over.retryAfterSeconds * 1000)));
     localPauses.set(key, Math.max(localPauses.get(key) ?? 0, performance.now() + ms));
     metrics?.pauses.inc({ limit: over.limit });
     log.warn(
-      { event: 'upstream_key_paused', limit: over.limit, pauseMs: ms, key: key.slice(0, 12) },
+      { event: 'upstream_key_paused', limit: over.limit, pauseMs: ms, appKey: fingerprintOf(appKey) },
       `The upstream refused an appKey as over its ${over.limit === 'qps' ? 'QPS' : 'rate'} (403): its requests are paused for ${ms} ms across the fleet, and its calls shed meanwhile`,
     );
     await shared.run(
@@ -184,13 +225,15 @@ export function createBudget({ settings, shared, registry, log }: BudgetOptions)
         const { requestsPerSecond } = budget;
         if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId, exchange);
         metrics ??= budgetMetrics(registry);
-        const key = shared.hashOf(appKeyOf(request));
+        // The appKey a request spends from (one for every request in `fixed` mode); only its hash is kept.
+        const appKey = appKeyOf(request) ?? '';
+        const key = shared.hashOf(appKey);
         await admit(key, { ...budget, requestsPerSecond }, signal);
         try {
           return await upstream.fetch(request, signal, requestId, exchange);
         } catch (err) {
           if (!(err instanceof UpstreamOverLimit)) throw err;
-          throw shed('upstream', await pause(key, err), true);
+          throw shed('upstream', await pause(key, appKey, err), true);
         }
       },
     }),
@@ -225,11 +268,6 @@ function budgetMetrics(registry: Registry) {
   for (const source of ['budget', 'upstream'] as const) sheds.inc({ source }, 0);
   for (const limit of ['qps', 'rate'] as const) pauses.inc({ limit }, 0);
   return { waits, waitSeconds, sheds, pauses };
-}
-
-/** The appKey a request spends from (one for every request in `fixed` mode); only its hash is kept (Shared.hashOf). */
-function appKeyOf(request: UpstreamRequest): string {
-  return request.params.find(([name]) => name === 'appKey')?.[1] ?? '';
 }
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */

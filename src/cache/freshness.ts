@@ -20,6 +20,9 @@ export interface Freshness {
   readonly staleIfErrorSeconds: number;
 }
 
+/** What the upstream's response said of how long its page may be kept: all a page's deadlines need of it. */
+export type PageCaching = Pick<ResponseCaching, 'cacheControl' | 'ageSeconds'>;
+
 /** Epoch milliseconds. */
 export interface Deadlines {
   /** Until then the page is served as it is. */
@@ -58,7 +61,7 @@ function seconds(value: string | true | undefined): number | null {
 }
 
 /** The deadlines of a page stored at `now`; null when it must not be kept at all. */
-export function deadlinesOf(now: number, configured: Freshness, caching: ResponseCaching | null): Deadlines | null {
+export function deadlinesOf(now: number, configured: Freshness, caching: PageCaching | null): Deadlines | null {
   const directives = directivesOf(caching?.cacheControl ?? null);
   if (directives.has('no-store') || directives.has('private')) return null;
   const sharedMaxAge = seconds(directives.get('s-maxage'));
@@ -80,4 +83,12 @@ export function deadlinesOf(now: number, configured: Freshness, caching: Respons
 /** The last moment a page with these deadlines may be served at all: how long a store keeps it. */
 export function keepUntil(deadlines: Deadlines): number {
   return Math.max(deadlines.freshUntil, deadlines.staleWhileRevalidateUntil, deadlines.staleIfErrorUntil);
+}
+
+/** The longest a page may be served by these configured ages, fresh and then stale, in seconds. */
+export function longestServedSeconds(endpoints: Readonly<Record<string, Freshness>>): number {
+  return Math.max(
+    0,
+    ...Object.values(endpoints).map((ages) => ages.freshSeconds + Math.max(ages.staleWhileRevalidateSeconds, ages.staleIfErrorSeconds)),
+  );
 }

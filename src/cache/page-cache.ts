@@ -7,9 +7,11 @@ import type { Exchange, Fetcher, ResponseCaching } from '../outbound/upstream.js
 import type { Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 import { ownedPage, type Page } from '../xml/compact.js';
-import { deadlinesOf } from './freshness.js';
+import { deadlinesOf, longestServedSeconds } from './freshness.js';
 import { pageKey } from './key.js';
-import { fleetPages, MemoryPages, pageOf, type CachedPage } from './store.js';
+import type { CachedPage } from './entry.js';
+import { createKeySharing } from './sharing.js';
+import { fleetPages, MemoryPages, pageOf } from './store.js';
 
 /**
  * The page cache (docs/operating.md, "Page cache"): a decorator of the call's upstream `Fetcher`.
@@ -26,6 +28,9 @@ import { fleetPages, MemoryPages, pageOf, type CachedPage } from './store.js';
  *   was fetching the same page; it is that request's page.
  * - **stale** again when the request fails for the upstream's sake (down, timeout, 5xx, or over its
  *   budget: `UpstreamBusy`) and the page is within stale-if-error; past it, the call gets its fault.
+ *
+ * Shared across keys (`cache.shareAcrossKeys`), a request is asked under the shared key only when
+ * src/cache/sharing.ts allows it (an appKey the upstream has not refused lately), else under its own.
  */
 
 export const PAGE_RESULTS = ['hit', 'miss', 'stale', 'revalidated', 'coalesced'] as const;
@@ -135,9 +140,22 @@ function failedForItsKey(err: unknown): boolean {
 
 export function createPageCache({ settings, shared, registry, background, log, now = Date.now }: PageCacheOptions): PageCache {
   const config = settings();
-  const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', secret: config.deprecation.clientIdKey });
+  const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', hashOf: shared.hashOf });
   const memory = new MemoryPages(config.cache.maxBytes);
-  const fleet = shared.configured ? fleetPages(shared) : null;
+  const fleet = shared.configured
+    ? fleetPages(shared, {
+        maxPageBytes: config.upstream.maxResponseBytes,
+        now,
+        deadlines: (path, storedAt, caching) => deadlinesOf(storedAt, settings().cache.endpoints[path], caching),
+      })
+    : null;
+  const sharing = createKeySharing({
+    shared,
+    memoryMs: () => longestServedSeconds(settings().cache.endpoints) * 1000,
+    active: () => settings().cache.shareAcrossKeys,
+    now,
+  });
+  const refresher = sharing.watch(background);
   const flights = new Map<string, Flight>();
   /** Writes to Redis and lock releases under way, awaited on close. */
   const pending = new Set<Promise<unknown>>();
@@ -179,7 +197,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
   async function lookup(key: string, request: UpstreamRequest): Promise<CachedPage | null> {
     let cached = memory.get(key) ?? null;
     if (fleet !== null && (cached === null || now() >= cached.freshUntil)) {
-      const remote = await fleet.get(key);
+      const remote = await fleet.get(key, request.path);
       if (remote !== null && (cached === null || remote.storedAt > cached.storedAt)) {
         cached = remote;
         memory.set(key, remote);
@@ -204,6 +222,9 @@ export function createPageCache({ settings, shared, registry, background, log, n
       storedAt,
       etag: caching?.etag ?? previous?.etag ?? null,
       lastModified: caching?.lastModified ?? previous?.lastModified ?? null,
+      // What the deadlines came from: Redis keeps these, and a page read back gets its deadlines from them.
+      cacheControl: caching?.cacheControl ?? null,
+      ageSeconds: caching?.ageSeconds ?? 0,
     };
     memory.set(key, cached);
     return fleet === null ? Promise.resolve() : fleet.put(key, cached, storedAt);
@@ -254,7 +275,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
     }
     const token = randomUUID();
     if (!(await fleet.lock(key, token))) {
-      const landed = await fleet.waitFor(key, cached?.storedAt ?? 0, FLEET_WAIT_MS, signal);
+      const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, FLEET_WAIT_MS, signal);
       if (landed !== null && landed.rootName === config.upstream.answers[request.path].root) {
         memory.set(key, landed);
         return { page: pageOf(landed), result: 'coalesced' };
@@ -267,7 +288,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
     try {
       // Another instance may have put the page in and let the lock go between this one's look-up
       // and its lock: then it is that page, not one more upstream request.
-      const landed = await fleet.get(key);
+      const landed = await fleet.get(key, request.path);
       if (
         landed !== null &&
         landed.storedAt > (cached?.storedAt ?? 0) &&
@@ -310,7 +331,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
           key,
           request,
           cached,
-          background,
+          refresher,
           AbortSignal.any([signal, closing.signal, AbortSignal.timeout(settings().upstream.callTimeoutMs)]),
         ),
       true,
@@ -328,7 +349,8 @@ export function createPageCache({ settings, shared, registry, background, log, n
     signal: AbortSignal | undefined,
     foreground: Fetcher,
   ): Promise<{ page: Page; result: PageResult }> {
-    const key = keyOf(request, settings().cache.shareAcrossKeys);
+    const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(request);
+    const key = keyOf(request, acrossKeys);
     const cached = await lookup(key, request);
     const at = now();
     if (cached !== null && at < cached.freshUntil) return { page: pageOf(cached), result: 'hit' };
@@ -345,7 +367,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
       } catch (err) {
         // Shared across keys, the request joined was another caller's, with its appKey: what that key
         // may not do (a 4xx, its budget) is not this caller's answer. Its own request, then.
-        if (!settings().cache.shareAcrossKeys || !failedForItsKey(err) || signal?.aborted === true) throw err;
+        if (!acrossKeys || !failedForItsKey(err) || signal?.aborted === true) throw err;
         const { fetched, stored } = await fromUpstream(key, request, cached, foreground, signal ?? new AbortController().signal);
         track(stored);
         return fetched;
@@ -361,9 +383,10 @@ export function createPageCache({ settings, shared, registry, background, log, n
 
   return {
     fetcher(foreground, served) {
+      const watched = sharing.watch(foreground);
       return {
         async fetch(request, signal) {
-          const { page, result } = await fetchPage(request, signal, foreground);
+          const { page, result } = await fetchPage(request, signal, watched);
           results.inc({ endpoint: request.path, result });
           served(result);
           return page;
@@ -371,6 +394,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
       };
     },
     async close() {
+      sharing.close();
       closing.abort(new Error('the page cache is closing'));
       while (pending.size > 0) await Promise.all([...pending]);
     },

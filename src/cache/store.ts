@@ -1,23 +1,16 @@
-import type { Shared } from '../redis/shared.js';
-import { compactDocument, releasePage, type CompactDocument } from '../xml/compact.js';
-import { keepUntil, type Deadlines } from './freshness.js';
+import type { UpstreamPath } from '../operations.js';
+import { scriptCommands, type Shared } from '../redis/shared.js';
+import type { CompactDocument } from '../xml/compact.js';
+import { openEntry, sealEntry, type CachedPage } from './entry.js';
+import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
 
 /**
  * Where cached pages are kept: this instance's memory (least recently used evicted first, bounded in
  * bytes) and, when `redis.url` is set, Redis for the fleet, each page for as long as it may still be
- * served. Keys are already hashes (src/cache/key.ts): nothing here holds an appKey. Redis down or slow
- * is a miss there, never a failure (`Shared.run`).
+ * served, sealed and bounded (src/cache/entry.ts). Keys are already hashes (src/cache/key.ts): nothing
+ * here holds an appKey. Redis down or slow is a miss there, never a failure (`Shared.run`); so is a
+ * page Redis holds that the fleet did not seal for its key, or that is out of bounds (`Shared.refuse`).
  */
-
-export interface CachedPage extends Deadlines {
-  /** Compact bytes as the fast path checked them (src/xml/compact.ts). */
-  readonly bytes: Buffer;
-  readonly rootName: string;
-  /** Epoch milliseconds: when the upstream's response for it came. */
-  readonly storedAt: number;
-  readonly etag: string | null;
-  readonly lastModified: string | null;
-}
 
 export function pageOf(cached: CachedPage): CompactDocument {
   return { type: 'compact', bytes: cached.bytes, rootName: cached.rootName };
@@ -82,8 +75,8 @@ const LOCK_TTL_MS = 15_000;
 const POLL_INTERVAL_MS = 20;
 
 export interface FleetPages {
-  /** The page as Redis holds it; null when it holds none or cannot be asked. */
-  get(key: string): Promise<CachedPage | null>;
+  /** The page of `path` Redis holds; null when it holds none (or none it may serve) or cannot be asked. */
+  get(key: string, path: UpstreamPath): Promise<CachedPage | null>;
   /** Keeps the page for the fleet until it may no longer be served; resolves once done (or given up). */
   put(key: string, page: CachedPage, now: number): Promise<void>;
   /** Whether this instance is the one to fetch the page (always, when Redis cannot say). */
@@ -93,40 +86,85 @@ export interface FleetPages {
    * A page stored after `newerThan` by the instance holding the lock, within `waitMs`; null when none
    * came, the lock went without one (its holder failed or could not keep the page), or Redis cannot say.
    */
-  waitFor(key: string, newerThan: number, waitMs: number, signal: AbortSignal): Promise<CachedPage | null>;
+  waitFor(key: string, path: UpstreamPath, newerThan: number, waitMs: number, signal: AbortSignal): Promise<CachedPage | null>;
 }
+
+/** What a page read back from Redis may be now (src/cache/entry.ts). */
+export interface PageBounds {
+  /** `upstream.maxResponseBytes`. */
+  readonly maxPageBytes: number;
+  /** Epoch milliseconds. */
+  readonly now: () => number;
+  /** The deadlines of a page of `path` that came at `storedAt` with `caching`, by the configuration now. */
+  readonly deadlines: (path: UpstreamPath, storedAt: number, caching: PageCaching) => Deadlines | null;
+}
+
+/**
+ * KEYS: the lock. ARGV: this instance's token, the lock's TTL (ms). Takes the lock unless another holds
+ * it. A lock held longer than any instance takes one for, or for ever, is not another's: whoever wrote
+ * it would have every miss of the page wait for a page that never comes. It is deleted, and said.
+ * Returns {taken, refused}, each 1 or 0.
+ */
+const LOCK_SCRIPT = `
+local refused = 0
+local held = redis.call('PTTL', KEYS[1])
+if held == -1 or held > tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[1])
+  refused = 1
+end
+local taken = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
+return {taken and 1 or 0, refused}
+`;
+
+const commands = scriptCommands<{ pageCacheLock(lock: string, token: string, ttlMs: string): Promise<[number, number]> }>({
+  pageCacheLock: { keys: 1, lua: LOCK_SCRIPT },
+});
 
 /** Releases a lock only if it is still this instance's (it may have expired and been taken since). */
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
-export function fleetPages(shared: Shared): FleetPages {
+export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
   const pageKey = (key: string): string => shared.key('page', key);
   const lockKey = (key: string): string => shared.key('page-lock', key);
+  /** The page in `stored`, or null: refused, counted and said (at most once a minute). */
+  const read = (key: string, path: UpstreamPath, stored: Buffer | null): CachedPage | null => {
+    if (stored === null) return null;
+    const opened = openEntry(shared.seal, pageKey(key), stored, {
+      maxPageBytes: bounds.maxPageBytes,
+      now: bounds.now(),
+      deadlines: (storedAt, caching) => bounds.deadlines(path, storedAt, caching),
+    });
+    if (opened.kind === 'page') return opened.page;
+    shared.refuse('cache', opened.reason, pageKey(key));
+    return null;
+  };
   return {
-    async get(key) {
+    async get(key, path) {
       const stored = await shared.run(
         'cache',
         (redis) => redis.getBuffer(pageKey(key)),
         () => null,
       );
-      return stored === null ? null : decode(stored);
+      return read(key, path, stored);
     },
     async put(key, page, now) {
       const ttl = keepUntil(page) - now;
-      if (ttl <= 0) return;
+      const sealed = sealEntry(shared.seal, pageKey(key), page);
+      if (ttl <= 0 || sealed === null) return;
       await shared.run(
         'cache',
-        (redis) => redis.set(pageKey(key), encode(page), 'PX', ttl),
+        (redis) => redis.set(pageKey(key), sealed, 'PX', ttl),
         () => null,
       );
     },
     async lock(key, token) {
-      const taken = await shared.run(
+      const [taken, refused] = await shared.run(
         'lock',
-        (redis) => redis.set(lockKey(key), token, 'PX', LOCK_TTL_MS, 'NX'),
-        () => 'OK' as const,
+        (redis) => commands(redis).pageCacheLock(lockKey(key), token, String(LOCK_TTL_MS)),
+        () => [1, 0],
       );
-      return taken === 'OK';
+      if (refused === 1) shared.refuse('lock', 'bounds', lockKey(key));
+      return taken === 1;
     },
     async unlock(key, token) {
       await shared.run(
@@ -135,7 +173,7 @@ export function fleetPages(shared: Shared): FleetPages {
         () => 0,
       );
     },
-    async waitFor(key, newerThan, waitMs, signal) {
+    async waitFor(key, path, newerThan, waitMs, signal) {
       const until = performance.now() + waitMs;
       while (performance.now() < until) {
         await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
@@ -149,46 +187,11 @@ export function fleetPages(shared: Shared): FleetPages {
           () => null,
         );
         if (seen === null) return null;
-        const page = seen.stored === null ? null : decode(seen.stored);
+        const page = read(key, path, seen.stored);
         if (page !== null && page.storedAt > newerThan) return page;
         if (!seen.locked) return null;
       }
       return null;
     },
   };
-}
-
-/**
- * A page in Redis: four bytes giving the length of a JSON header (deadlines, validators, root name,
- * the page's length), the header, then the page's bytes as they are.
- */
-function encode(page: CachedPage): Buffer {
-  const { bytes, ...meta } = page;
-  const header = Buffer.from(JSON.stringify({ ...meta, length: bytes.length }));
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(header.length);
-  return Buffer.concat([length, header, bytes]);
-}
-
-/**
- * A stored page, or null for anything else: a value another version wrote, or not ours, cut short or
- * changed. Its bytes go into replies as they are, so they are checked again as the upstream's were
- * (src/xml/compact.ts): whole, well-formed, the expected root.
- */
-function decode(stored: Buffer): CachedPage | null {
-  try {
-    if (stored.length < 4) return null;
-    const headerLength = stored.readUInt32BE(0);
-    const { length, ...meta } = JSON.parse(stored.toString('utf8', 4, 4 + headerLength)) as Omit<CachedPage, 'bytes'> & { length: unknown };
-    const numbers = [meta.storedAt, meta.freshUntil, meta.staleWhileRevalidateUntil, meta.staleIfErrorUntil];
-    if (typeof meta.rootName !== 'string' || !numbers.every((value) => typeof value === 'number')) return null;
-    const bytes = stored.subarray(4 + headerLength);
-    if (bytes.length !== length) return null;
-    const checked = compactDocument(bytes, meta.rootName);
-    if (checked === null) return null;
-    releasePage(checked);
-    return { ...meta, bytes };
-  } catch {
-    return null;
-  }
 }

@@ -7,7 +7,7 @@ import { validateConfig, type Json } from './validate.js';
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
  * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT, ADMIN_HOST,
- * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL).
+ * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL, REDIS_SECRET).
  * The result is validated once at start-up; a bad value, an unknown key or an environment variable
  * set but empty stops the process with a message naming it.
  */
@@ -30,6 +30,7 @@ const ENVIRONMENT: readonly {
   { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
   { name: 'REDIS_URL', key: ['redis', 'url'] },
+  { name: 'REDIS_SECRET', key: ['redis', 'secret'] },
 ];
 
 /** `overrides` (for tests and embedding) are merged last, in order. */

@@ -14,9 +14,8 @@ const MAX_TIMEOUT_MS = 600_000;
 /** A week: past that a page is no longer the catalog (the upstream's Cache-Control is capped there too). */
 export const MAX_CACHE_SECONDS = 604_800;
 /** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
-const MIN_CLIENT_ID_KEY_LENGTH = 32;
-/** The operator token, as long as the fingerprint key for the same reason: no one guesses it. */
-const MIN_ADMIN_TOKEN_LENGTH = 32;
+/** A secret (the fleet's HMAC keys, the operator token) a search over short keys cannot find: `openssl rand -hex 32` gives 64. */
+const MIN_SECRET_LENGTH = 32;
 /** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */
 export const OPERATOR_DATA_PATHS = ['/metrics', '/ledger'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -201,7 +200,7 @@ export const ConfigSchema = Type.Object(
        */
       adminToken: nullable(
         Type.String({
-          minLength: MIN_ADMIN_TOKEN_LENGTH,
+          minLength: MIN_SECRET_LENGTH,
           pattern: '^[\\x21-\\x7E]+$',
           patternProblem: 'must be visible ASCII characters without spaces, as an Authorization header carries it',
         }),
@@ -274,6 +273,11 @@ export const ConfigSchema = Type.Object(
       /** Longer than this, a command counts as failed and the instance's own state answers. */
       commandTimeoutMs: integer(1, 60_000, 250),
       connectTimeoutMs: integer(1, MAX_TIMEOUT_MS, 2000),
+      /**
+       * The key that seals what the fleet keeps in Redis and hashes the keys it keeps it under, the same
+       * on every instance; `null`: `deprecation.clientIdKey`. Never logged.
+       */
+      secret: nullable(Type.String({ minLength: MIN_SECRET_LENGTH })),
     }),
     /**
      * Upstream pages, kept as the checked bytes the proxy splices (docs/fleet.md), keyed by their exact
@@ -314,7 +318,7 @@ export const ConfigSchema = Type.Object(
        * HMAC key of the client fingerprints in deprecation hits, shared by every instance so that they
        * name a caller alike. `null`: a random key for the process (refused in production).
        */
-      clientIdKey: nullable(Type.String({ minLength: MIN_CLIENT_ID_KEY_LENGTH })),
+      clientIdKey: nullable(Type.String({ minLength: MIN_SECRET_LENGTH })),
     }),
     clients: Type.Array(client, { default: [] }),
     brownouts: Type.Array(brownout, { default: [] }),

@@ -15,6 +15,15 @@ const check = ajv.compile<Settings>(ConfigSchema);
 /** A random key of 32 characters or more has more: `openssl rand -hex 32` gives 16 of 16 hex digits. */
 const MIN_DISTINCT_KEY_CHARACTERS = 8;
 
+/** A secret too regular to be random: its problem, else false. */
+function patternedKey(key: string | null, what: 'key' | 'token'): string | false {
+  return (
+    key !== null &&
+    new Set(key).size < MIN_DISTINCT_KEY_CHARACTERS &&
+    `must be a random ${what}, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`
+  );
+}
+
 /** Rules across keys, checked in order once every key is valid on its own: the key refused, and its problem if any. */
 const RULES: readonly (readonly [key: string, problem: (settings: Settings) => string | false])[] = [
   [
@@ -49,20 +58,9 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       server.adminPort === server.port &&
       `must differ from server.port (${server.port}): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.`,
   ],
-  [
-    'deprecation.clientIdKey',
-    ({ deprecation: { clientIdKey } }) =>
-      clientIdKey !== null &&
-      new Set(clientIdKey).size < MIN_DISTINCT_KEY_CHARACTERS &&
-      `must be a random key, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`,
-  ],
-  [
-    'server.adminToken',
-    ({ server: { adminToken } }) =>
-      adminToken !== null &&
-      new Set(adminToken).size < MIN_DISTINCT_KEY_CHARACTERS &&
-      `must be a random token, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`,
-  ],
+  ['deprecation.clientIdKey', ({ deprecation }) => patternedKey(deprecation.clientIdKey, 'key')],
+  ['redis.secret', ({ redis }) => patternedKey(redis.secret, 'key')],
+  ['server.adminToken', ({ server }) => patternedKey(server.adminToken, 'token')],
   [
     // The service's port faces callers: the ledger there is for whoever holds the token, never for anyone.
     'server.operatorOnServicePort',
@@ -187,7 +185,7 @@ export function validateConfig(json: Json, origins: Readonly<Record<string, stri
   if (!check(settings)) throw refusal(firstError(check.errors!), origins);
   for (const [key, problem] of RULES) {
     const found = problem(settings);
-    if (found !== false) throw new ConfigError(key, found);
+    if (found !== false) throw new ConfigError(origins[key] === undefined ? key : `${origins[key]} (${key})`, found);
   }
   return normalise(settings);
 }

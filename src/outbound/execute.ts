@@ -64,7 +64,7 @@ function released(pages: readonly Page[], assemble: (pages: readonly Page[]) => 
  */
 async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: ExecuteOptions): Promise<Page[]> {
   const key = listKey(plan);
-  const known = (await options.pageCounts?.get(key)) ?? 1;
+  const known = (await options.pageCounts?.get(key, plan.maxPages)) ?? 1;
   let pages: Page[] | null = null;
   if (known > 1) {
     try {

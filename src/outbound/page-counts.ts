@@ -7,27 +7,28 @@ import type { Shared } from '../redis/shared.js';
  * instance (`createPageCounts`) or by the fleet in Redis (`sharePageCounts`), which may answer later.
  */
 export interface PageCounts {
-  get(key: string): number | undefined | Promise<number | undefined>;
+  /** The count remembered for `key`; none above `most` (`plan.maxPages`), which no call could have seen. */
+  get(key: string, most: number): number | undefined | Promise<number | undefined>;
   set(key: string, count: number): void | Promise<void>;
 }
 
 /** The memory of one instance, answering at once. */
 export interface LocalPageCounts extends PageCounts {
-  get(key: string): number | undefined;
+  get(key: string, most: number): number | undefined;
   set(key: string, count: number): void;
 }
 
 export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries: number; readonly maxAgeMs: number }): LocalPageCounts {
   const entries = new Map<string, { readonly count: number; readonly at: number }>();
   return {
-    get(key) {
+    get(key, most) {
       const entry = entries.get(key);
       if (entry === undefined) return undefined;
       if (performance.now() - entry.at > maxAgeMs) {
         entries.delete(key);
         return undefined;
       }
-      return entry.count;
+      return entry.count <= most ? entry.count : undefined;
     },
     set(key, count) {
       // Re-inserted at the end: the Map's order is the age order, so the oldest goes first.
@@ -41,27 +42,42 @@ export function createPageCounts({ maxEntries, maxAgeMs }: { readonly maxEntries
 /**
  * The fleet's memory of page counts in Redis (`redis.url`), each for `maxAgeMs`, with this instance's
  * own (`local`) written too and answering whenever Redis cannot (src/redis/shared.ts). A list's key
- * holds its appKey: Redis gets a hash of it (Shared.hashOf). Neither method ever rejects.
+ * holds its appKey: Redis gets a hash of it (Shared.hashOf). A count is sealed (Shared.seal): one not
+ * sealed by the fleet for its key, or not a whole number of pages a call may fetch, is refused and
+ * this instance's own answers; a forged count would have a call ask the upstream for that many pages.
+ * Neither method ever rejects.
  */
 export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs: number): PageCounts {
   if (!shared.configured) return local;
   const redisKey = (key: string): string => shared.key('pages', shared.hashOf(key));
+  /** The count sealed in `stored`, or undefined (refused) when it is not the fleet's or out of bounds. */
+  const countIn = (key: string, stored: Buffer, most: number): number | undefined => {
+    const opened = shared.seal.open(key, stored);
+    if (opened === null) {
+      shared.refuse('pageCounts', 'forged', key);
+      return undefined;
+    }
+    const count = Number(opened.toString('latin1'));
+    if (Number.isSafeInteger(count) && count > 0 && count <= most) return count;
+    shared.refuse('pageCounts', 'bounds', key);
+    return undefined;
+  };
   return {
-    get: (key) =>
+    get: (key, most) =>
       shared.run(
         'pageCounts',
         async (redis) => {
-          const count = Number(await redis.get(redisKey(key)));
-          return Number.isSafeInteger(count) && count > 0 ? count : local.get(key);
+          const stored = await redis.getBuffer(redisKey(key));
+          return (stored === null ? undefined : countIn(redisKey(key), stored, most)) ?? local.get(key, most);
         },
-        () => local.get(key),
+        () => local.get(key, most),
       ),
     async set(key, count) {
       local.set(key, count);
       await shared.run(
         'pageCounts',
         async (redis) => {
-          await redis.set(redisKey(key), String(count), 'PX', maxAgeMs);
+          await redis.set(redisKey(key), shared.seal.close(redisKey(key), Buffer.from(String(count), 'latin1')), 'PX', maxAgeMs);
         },
         () => undefined,
       );

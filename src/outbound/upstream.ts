@@ -261,10 +261,15 @@ const MASHERY_LIMITS: Readonly<Record<string, UpstreamOverLimit['limit']>> = {
   ERR_403_DEVELOPER_OVER_RATE: 'rate',
 };
 /**
- * The same, as Mashery's small body says it: its own heading (`<h1>Developer Over Qps</h1>`), read only
- * in a short body that is not the upstream's `<help>` document, whose message may echo a caller's text.
+ * The same, as Mashery's small body says it: the body is exactly one of the gateway's own documents
+ * (docs/upstream.md §7.2), but for whitespace around it. Never a substring: the upstream's pages and
+ * error documents may echo a caller's text, which could then pause a key for the whole fleet.
  */
-const MASHERY_LIMIT_TEXT = /<h1>\s*Developer Over (Qps|Rate)\s*<\/h1>/i;
+const MASHERY_LIMIT_DOCUMENTS: ReadonlyMap<string, UpstreamOverLimit['limit']> = new Map([
+  ['<h1>Developer Over Qps</h1>', 'qps'],
+  ['<h1>Developer Over Rate</h1>', 'rate'],
+]);
+/** Longer than any of those documents with room for whitespace: not read. */
 const MASHERY_BODY_MAX_BYTES = 4096;
 
 /**
@@ -277,8 +282,9 @@ export const DEFAULT_PAUSE_SECONDS: Readonly<Record<UpstreamOverLimit['limit'], 
 export const MAX_PAUSE_SECONDS = 3600;
 
 /**
- * A 403 that Mashery's headers or body say is the appKey over its QPS or rate: the same failure as an
- * UpstreamOverLimit, with the pause it asks for. Any other 403 is returned as it is.
+ * A 403 that Mashery's own signals say is the appKey over its QPS or rate (its `X-Mashery-Error-Code`,
+ * else a body that is exactly its document): the same failure as an UpstreamOverLimit, with the pause
+ * it asks for. Any other 403 is returned as it is.
  */
 export function overLimit(
   err: UpstreamError,
@@ -288,13 +294,9 @@ export function overLimit(
   const code = String(headers['x-mashery-error-code'] ?? '')
     .trim()
     .toUpperCase();
-  let limit = MASHERY_LIMITS[code];
-  if (limit === undefined && code === '' && err.failure.code !== 'error_document') {
-    const length = body.reduce((total, chunk) => total + chunk.length, 0);
-    const text = length <= MASHERY_BODY_MAX_BYTES ? Buffer.concat(body).toString('latin1') : '';
-    const said = MASHERY_LIMIT_TEXT.exec(text)?.[1]?.toLowerCase();
-    limit = said === 'qps' ? 'qps' : said === 'rate' ? 'rate' : undefined;
-  }
+  const length = body.reduce((total, chunk) => total + chunk.length, 0);
+  const document = code === '' && length <= MASHERY_BODY_MAX_BYTES ? Buffer.concat(body).toString('latin1').trim() : '';
+  const limit = MASHERY_LIMITS[code] ?? MASHERY_LIMIT_DOCUMENTS.get(document);
   if (limit === undefined) return err;
   return new UpstreamOverLimit(err.failure, limit, retryAfterSeconds(headers['retry-after']) ?? DEFAULT_PAUSE_SECONDS[limit]);
 }

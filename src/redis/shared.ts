@@ -77,7 +77,12 @@ const reconnectDelayMs = (attempt: number): number => Math.min(50 * 2 ** attempt
  * `secret` is the fleet's (`redis.secret`, else `deprecation.clientIdKey`); without one, the process's
  * own, which no other instance can read: each then keeps to values it wrote itself.
  */
-export function createShared(config: Config['redis'], registry: Registry, log: SharedLog, secret: string | null = null): Shared {
+export function createShared(
+  config: Omit<Config['redis'], 'secret'>,
+  registry: Registry,
+  log: SharedLog,
+  secret: string | null = null,
+): Shared {
   const key = secret ?? PROCESS_KEY;
   const hashOf = (text: string): string => createHmac('sha256', key).update(text).digest('hex');
   const seal = createSeal(key);

@@ -8,6 +8,7 @@ import { scheduleOf, type Schedule } from '../brownouts/schedule.js';
 import { createPageCache, type PageCache } from '../cache/page-cache.js';
 import { createAdmission } from '../call/admission.js';
 import { createClientDirectory } from '../clients/directory.js';
+import { clientFingerprint } from '../clients/fingerprint.js';
 import { isLoopback } from '../config/loopback.js';
 import { reloaded, type Reloaded } from '../config/reload.js';
 import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
@@ -133,7 +134,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   readBodiesAsBytes(fastify);
 
   const registry = createRegistry();
-  const shared = createShared(config.redis, registry, fastify.log, config.deprecation.clientIdKey);
+  const shared = createShared(config.redis, registry, fastify.log, config.redis.secret ?? config.deprecation.clientIdKey);
   const fleetLedger = createFleetLedger(shared);
   const hits = createHitRecorder(registry, fastify.log, deps.hitLogger, fleetLedger);
   fastify.addHook('onClose', async () => {
@@ -158,9 +159,13 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     if (!deps.upstream) await upstream.close();
   });
   // The appKey's budget (upstream.budget) before every upstream request of a call, a shadow's too.
-  const guarded = createBudget({ settings: () => running.upstream.budget, shared, registry: hits.registry, log: fastify.log }).guard(
-    upstream,
-  );
+  const guarded = createBudget({
+    settings: () => running.upstream.budget,
+    shared,
+    registry: hits.registry,
+    log: fastify.log,
+    fingerprintOf: (appKey) => clientFingerprint(appKey, config.deprecation.clientIdKey),
+  }).guard(upstream);
   const budgeted: Upstream = {
     fetch: (request, signal, requestId, exchange) => guarded.fetch(request, signal, requestId, exchange),
     reachable: () => upstream.reachable(),

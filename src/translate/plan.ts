@@ -21,6 +21,12 @@ export interface UpstreamRequest {
 /** Parameters whose values must never reach a fault, a log line, a metric or a header. */
 export const SECRET_PARAMS: ReadonlySet<string> = new Set(['appKey']);
 
+/** The appKey a request carries; null for none (`forward` mode, a call without a key, no `upstream.appKey`). */
+export function appKeyOf(request: UpstreamRequest): string | null {
+  const appKey = request.params.find(([name]) => name === 'appKey')?.[1];
+  return appKey === undefined || appKey === '' ? null : appKey;
+}
+
 /** Past this, a successor request is not named: a header that long breaks proxies on the way. */
 const MAX_SUCCESSOR_LENGTH = 2000;
 
