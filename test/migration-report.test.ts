@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LedgerJson } from '../src/deprecation/ledger.js';
+import type { LedgerJson } from '../src/deprecation/ledger-page.js';
 import type { MigrationReport } from '../src/report/report.js';
 import { runReport } from '../src/report/run-report.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
