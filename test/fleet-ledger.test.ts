@@ -43,9 +43,12 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
     return (await response.json()) as FleetLedgerJson;
   };
 
-  /** The fleet's ledger read from `proxy`, once it counts `expected` calls of `client` (or 5 s have passed): merging takes a second. */
+  /**
+   * The fleet's ledger read from `proxy`, once it counts `expected` calls of `client` (or 10 s have
+   * passed): merging takes a second, and /ledger reads the fleet's ledger every 5 s.
+   */
   async function callsSeen(proxy: Running, client: string, expected: number): Promise<FleetLedgerJson> {
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 10_000;
     for (;;) {
       const ledger = await ledgerOf(proxy, client);
       if ((ledger.scope === 'fleet' && ledger.matched.calls === expected) || Date.now() > deadline) return ledger;
@@ -68,7 +71,9 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
     }
   });
 
-  it('while Redis is away, answers every call and shows the instance’s own ledger; once it is back, the calls made meanwhile are in the fleet’s', async () => {
+  it('while Redis is away, answers every call and shows the instance’s own ledger; once it is back, the calls made meanwhile are in the fleet’s', {
+    timeout: 40_000,
+  }, async () => {
     const client = clientFingerprint('outage-ledger-key', TEST_CLIENT_ID_KEY);
     await search(first, 'outage-ledger-key');
     expect((await callsSeen(second, client, 1)).matched.calls).toBe(1);

@@ -5,7 +5,7 @@ import { SEAL_BYTES } from '../redis/seal.js';
 import { ledgerCommands, type MergeReply, type StoredEntry } from './fleet-ledger-scripts.js';
 import { combined, DEFAULT_MAX_ENTRIES, FOLDED_CLIENT, Ledger, type LedgerEntry, type LedgerHit } from './ledger.js';
 import { entryOfRecord, MAX_RECORD_BYTES, recordOf } from './ledger-record.js';
-import { type LedgerView, viewOf } from './ledger-view.js';
+import { type LedgerView, viewOfEntries } from './ledger-view.js';
 
 /**
  * The fleet's ledger in Redis (docs/fleet.md), so that `GET /ledger` on any instance shows who calls
@@ -46,8 +46,8 @@ export interface FleetLedgerOptions {
 }
 
 const FLUSH_INTERVAL_MS = 1000;
-/** How stale `/ledger` may be, beyond the merge's second: each read of a view costs every entry. */
-const VIEW_MAX_AGE_MS = 2000;
+/** How stale `/ledger` may be, beyond the merge's second: each read of a view costs every entry (some 0.2 s of CPU at 10,000). */
+const VIEW_MAX_AGE_MS = 5000;
 /** Entries merged or read in one command: a long one would outlast redis.commandTimeoutMs and look like an outage. */
 const CHUNK = 200;
 /** How long Redis remembers a merge was made, so that sending it again counts nothing twice. */
@@ -68,12 +68,6 @@ interface Unmerged {
   readonly entry: LedgerEntry;
 }
 
-/** An entry as read back, and what a merge compares the stored value with (fleet-ledger-scripts.ts, TOKEN). */
-interface Opened {
-  readonly entry: LedgerEntry | null;
-  readonly token: string;
-}
-
 export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): FleetLedger | null {
   if (!shared.configured) return null;
   const maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
@@ -90,21 +84,20 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
     shared.hashOf(`${entry.client}\u0000${entry.operation}\u0000${entry.binding}`).slice(0, 32);
 
   /** The entry `stored` under `key` holds; a value that is not one this fleet wrote is refused, counted and said. */
-  const opened = (key: string, stored: StoredEntry, now: number): Opened => {
-    if (stored === null) return { entry: null, token: '' };
+  const opened = (key: string, stored: StoredEntry, now: number): LedgerEntry | null => {
+    if (stored === null) return null;
     if (typeof stored === 'number') {
       shared.refuse('ledger', 'bounds', key);
-      return { entry: null, token: 'refused' };
+      return null;
     }
-    const token = createHash('sha1').update(stored).digest('hex');
     const record = shared.seal.open(key, stored);
     if (record === null) {
       shared.refuse('ledger', 'forged', key);
-      return { entry: null, token };
+      return null;
     }
     const entry = entryOfRecord(record, now);
     if (entry === null) shared.refuse('ledger', 'bounds', key);
-    return { entry, token };
+    return entry;
   };
 
   let pending = new Ledger(maxEntries);
@@ -119,7 +112,7 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
 
   /** An entry another merge pushed out of the unnamed callers' summary: its calls go to `other`, counted at the next merge. */
   const foldPushedOut = (member: string, stored: Buffer | null, now: number): void => {
-    const { entry } = opened(keys.prefix + member, stored, now);
+    const entry = opened(keys.prefix + member, stored, now);
     if (entry !== null) pending.absorb({ ...entry, client: FOLDED_CLIENT, configured: false });
   };
 
@@ -136,11 +129,12 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
       left.forEach(({ id, entry }, at) => {
         const member = members[at] as string;
         const key = keys.prefix + member;
-        const { entry: base, token } = opened(key, stored[at] ?? null, now);
+        const value = stored[at] ?? null;
+        const base = opened(key, value, now);
         const merged = base === null ? entry : combined(base, entry);
         const unnamed = !entry.configured && entry.client !== FOLDED_CLIENT;
         pipeline.fleetLedgerMergeBuffer(
-          ...[key, keys.index, keys.unnamed, keys.marker(id), token, shared.seal.close(key, recordOf(merged)), retentionMs],
+          ...[key, keys.index, keys.unnamed, keys.marker(id), tokenOf(value), shared.seal.close(key, recordOf(merged)), retentionMs],
           ...[merged.lastSeen, member, unnamed ? '1' : '0', maxEntries, LARGEST, keys.prefix, entry.calls, MERGE_MARKER_MS],
         );
       });
@@ -197,6 +191,11 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
     return flushing;
   };
 
+  /**
+   * The values of the last read and what they held: a value read again unchanged is not opened again
+   * (its MAC and checks cost most of a read). Only the last read's, so no larger than the index.
+   */
+  let known = new Map<string, { readonly stored: Buffer; readonly entry: LedgerEntry }>();
   const read = async (): Promise<LedgerView | null> => {
     const entries = await shared.run(
       'ledger',
@@ -205,20 +204,27 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
         // The latest first: past the cap (only what is not this fleet's could put more there), the oldest are left out.
         const members = await redis.zrevrange(keys.index, 0, maxEntries + VIEW_ROOM - 1);
         const now = Date.now();
-        const read: LedgerEntry[] = [];
+        const read = new Map<string, { readonly stored: Buffer; readonly entry: LedgerEntry }>();
         for (let from = 0; from < members.length; from += CHUNK) {
           const chunk = members.slice(from, from + CHUNK).map((member) => keys.prefix + member);
           const stored = await commands.fleetLedgerReadBuffer(LARGEST, ...chunk);
           chunk.forEach((key, at) => {
-            const { entry } = opened(key, stored[at] ?? null, now);
-            if (entry !== null) read.push(entry);
+            const value = stored[at] ?? null;
+            const before = known.get(key);
+            const entry =
+              before !== undefined && Buffer.isBuffer(value) && before.stored.equals(value) ? before.entry : opened(key, value, now);
+            if (entry !== null) read.set(key, { stored: value as Buffer, entry });
           });
         }
-        return read;
+        known = read;
+        return [...read.values()].map(({ entry }) => entry);
       },
       () => null,
     );
-    return entries === null ? null : viewOf(ledgerOf(entries, maxEntries));
+    if (entries === null) return null;
+    // What `other` holds is what was folded. One entry per member: no ledger to merge them in.
+    const folded = entries.reduce((sum, entry) => sum + (entry.client === FOLDED_CLIENT ? entry.calls : 0), 0);
+    return viewOfEntries(entries, maxEntries, folded);
   };
 
   let latest: { readonly view: LedgerView | null; readonly at: number } | null = null;
@@ -257,10 +263,8 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
   };
 }
 
-/** The fleet's entries as a ledger: what `other` holds is what was folded. */
-function ledgerOf(entries: readonly LedgerEntry[], maxEntries: number): Ledger {
-  const folded = entries.reduce((sum, entry) => sum + (entry.client === FOLDED_CLIENT ? entry.calls : 0), 0);
-  const ledger = new Ledger(maxEntries, folded);
-  for (const entry of entries) ledger.absorb(entry);
-  return ledger;
+/** What a merge compares the stored value with (fleet-ledger-scripts.ts, TOKEN). */
+function tokenOf(stored: StoredEntry): string {
+  if (stored === null) return '';
+  return typeof stored === 'number' ? 'refused' : createHash('sha1').update(stored).digest('hex');
 }

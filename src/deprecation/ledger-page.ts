@@ -94,6 +94,27 @@ export function ledgerPage(source: Ledger | LedgerView, query: unknown): LedgerR
   return { status: 200, body: ledgerJson(source, parsed) };
 }
 
+/** Whose ledger an answer shows: the fleet's, or this instance's while Redis cannot be read. */
+export type LedgerScope = 'fleet' | 'instance';
+
+/** Pages of one view kept as the text sent: pollers asking the same page of an unchanged view cost no JSON. */
+const TEXTS_PER_VIEW = 32;
+const texts = new WeakMap<LedgerView, Map<string, string>>();
+
+/** `GET /ledger`'s answer as JSON text, with its `scope` when it is a page; the same page of the same view is written once. */
+export function ledgerText(view: LedgerView, scope: LedgerScope, query: unknown): { readonly status: 200 | 400; readonly text: string } {
+  const known = texts.get(view) ?? new Map<string, string>();
+  texts.set(view, known);
+  const key = `${scope} ${JSON.stringify(query)}`;
+  const kept = known.get(key);
+  if (kept !== undefined) return { status: 200, text: kept };
+  const { status, body } = ledgerPage(view, query);
+  if (status === 400) return { status, text: JSON.stringify(body) };
+  const text = JSON.stringify({ ...body, scope });
+  if (known.size < TEXTS_PER_VIEW) known.set(key, text);
+  return { status, text };
+}
+
 const QUERY_PARAMETERS = ['client', 'limit', 'offset'];
 
 /** The query string's `client`, `limit` and `offset`; what is wrong with it as a message. */

@@ -25,7 +25,12 @@ export interface LedgerView {
 }
 
 export function viewOf(ledger: Ledger): LedgerView {
-  const all = sortEntries(ledger.entries());
+  return viewOfEntries(ledger.entries(), ledger.maxEntries, ledger.folded);
+}
+
+/** The view of `entries`, one per client, operation and binding. */
+export function viewOfEntries(entries: LedgerEntry[], maxEntries: number, folded: number): LedgerView {
+  const all = sortEntries(entries);
   const byClient = new Map<string, LedgerEntry[]>();
   for (const entry of all) {
     const own = byClient.get(entry.client);
@@ -33,8 +38,8 @@ export function viewOf(ledger: Ledger): LedgerView {
     else own.push(entry);
   }
   return {
-    maxEntries: ledger.maxEntries,
-    folded: ledger.folded,
+    maxEntries,
+    folded,
     all: sortedOf(all),
     byClient: new Map([...byClient].map(([client, entries]) => [client, sortedOf(entries)])),
   };

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import type { FleetLedger } from '../deprecation/fleet-ledger.js';
-import { ledgerPage } from '../deprecation/ledger-page.js';
+import { ledgerText } from '../deprecation/ledger-page.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
 
@@ -48,8 +48,8 @@ export async function operatorDataRoutes(fastify: FastifyInstance, { hits, fleet
     fastify.get('/ledger', async (request, reply) => {
       // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
       const fleet = fleetLedger === null ? null : await fleetLedger.view();
-      const { status, body } = ledgerPage(fleet ?? hits.ledgerView(), request.query);
-      return reply.code(status).send(status === 200 ? { ...body, scope: fleet === null ? 'instance' : 'fleet' } : body);
+      const { status, text } = ledgerText(fleet ?? hits.ledgerView(), fleet === null ? 'instance' : 'fleet', request.query);
+      return reply.code(status).type('application/json; charset=utf-8').send(text);
     });
   }
 }
