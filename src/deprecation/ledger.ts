@@ -67,12 +67,18 @@ export class Ledger {
   readonly #entries = new Map<string, LedgerEntry>();
   /** The keys of unnamed callers' entries, FOLDED_CLIENT's aside, by how much they call: what `maxEntries` bounds. */
   readonly #unnamed: SpaceSaving;
+  /** Entries held per client: to tell `onFolded` when a client's last one went. */
+  readonly #entriesOf = new Map<string, number>();
   #folded: number;
 
-  /** `folded`: calls already folded elsewhere, carried over by a merge. */
+  /**
+   * `folded`: calls already folded elsewhere, carried over by a merge. `onFolded`: told of each client
+   * whose last entry was pushed out (the report moves its calls per day to FOLDED_CLIENT then).
+   */
   constructor(
     readonly maxEntries: number = DEFAULT_MAX_ENTRIES,
     folded = 0,
+    private readonly onFolded: (client: string) => void = () => {},
   ) {
     this.#unnamed = new SpaceSaving(maxEntries);
     this.#folded = folded;
@@ -96,12 +102,11 @@ export class Ledger {
   /** Counts a whole entry of another ledger (see mergeLedgers); returns the client it was counted under. */
   absorb(entry: LedgerEntry): string {
     const key = keyOf(entry.client, entry.operation, entry.binding);
-    if (!entry.configured && entry.client !== FOLDED_CLIENT) {
-      const pushedOut = this.#unnamed.count(key, entry.calls);
-      if (pushedOut !== null) this.#fold(pushedOut);
-    }
+    const pushedOut = !entry.configured && entry.client !== FOLDED_CLIENT ? this.#unnamed.count(key, entry.calls) : null;
     const held = this.#entries.get(key);
+    if (held === undefined) this.#entriesOf.set(entry.client, (this.#entriesOf.get(entry.client) ?? 0) + 1);
     this.#entries.set(key, held === undefined ? { ...entry, outcomes: { ...entry.outcomes } } : combined(held, entry));
+    if (pushedOut !== null) this.#fold(pushedOut);
     return entry.client;
   }
 
@@ -113,8 +118,12 @@ export class Ledger {
   #fold(key: string): void {
     const gone = this.#entries.get(key) as LedgerEntry;
     this.#entries.delete(key);
+    const left = (this.#entriesOf.get(gone.client) ?? 1) - 1;
+    if (left === 0) this.#entriesOf.delete(gone.client);
+    else this.#entriesOf.set(gone.client, left);
     this.#folded += gone.calls;
     this.absorb({ ...gone, client: FOLDED_CLIENT, configured: false });
+    if (left === 0) this.onFolded(gone.client);
   }
 }
 
