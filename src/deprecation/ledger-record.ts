@@ -64,17 +64,16 @@ export function entryOfRecord(bytes: Buffer, now: number): LedgerEntry | null {
 function outcomesOf(value: unknown): Record<Outcome, number> | null {
   if (typeof value !== 'object' || value === null) return null;
   const given = value as Readonly<Record<string, unknown>>;
-  const outcomes = { ok: given.ok, fault: given.fault, shed: given.shed, refused: given.refused };
-  const counts = Object.values(outcomes);
-  const count = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
-  if (!counts.every(count) || !Number.isSafeInteger(counts.reduce((sum, n) => sum + n, 0))) return null;
-  return outcomes as Record<Outcome, number>;
+  const counts = OUTCOMES.map((outcome) => given[outcome]);
+  if (!counts.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return null;
+  const [ok, fault, shed, refused] = counts as [number, number, number, number];
+  return Number.isSafeInteger(ok + fault + shed + refused) ? { ok, fault, shed, refused } : null;
 }
 
 /** The example, null for none; undefined when it is not one a call could have given. */
 function exampleOf(value: unknown, instant: (at: unknown) => at is number): Example | null | undefined {
   if (value === null) return null;
-  if (typeof value !== 'object' || value === undefined) return undefined;
+  if (typeof value !== 'object') return undefined;
   const { at, successor } = value as Readonly<Record<string, unknown>>;
   const bounded = typeof successor === 'string' && successor.startsWith('/') && successor.length <= MAX_SUCCESSOR_LENGTH;
   return instant(at) && bounded ? { at, successor } : undefined;
