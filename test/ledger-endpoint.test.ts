@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import type { DeprecationHit } from '../src/deprecation/hits.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
-import type { LedgerJson } from '../src/deprecation/ledger.js';
+import type { LedgerJson } from '../src/deprecation/ledger-page.js';
 import type { Running } from '../src/start/main.js';
 import { buildApp, type App } from '../src/server/app.js';
 import { recordingUpstream } from './support/pages.js';

@@ -1,16 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  FOLDED_CLIENT,
-  Ledger,
-  MAX_PAGE_SIZE,
-  OUTCOMES,
-  ledgerJson,
-  ledgerPage,
-  mergeLedgers,
-  type LedgerHit,
-  type LedgerJson,
-} from '../src/deprecation/ledger.js';
+import { FOLDED_CLIENT, Ledger, OUTCOMES, mergeLedgers, type LedgerHit } from '../src/deprecation/ledger.js';
+import { MAX_PAGE_SIZE, ledgerJson, ledgerPage, type LedgerJson } from '../src/deprecation/ledger-page.js';
 
 /** The ledger is pure: hits in, entries out, and two instances' ledgers merge into the ledger of all their hits. */
 
@@ -90,29 +81,45 @@ describe('the ledger', () => {
     expect(ledger.entries()[0]?.example).toEqual({ at: T0 + MINUTE, successor: '/product.search.cp?v=3&query=new' });
   });
 
-  it('folds new callers into "other" once it holds maxEntries entries, and counts the calls folded', () => {
+  it('keeps the unnamed callers that call most: a new one takes the place of the least counted, whose calls go to "other"', () => {
     const ledger = ledgerOf(
       [
         [hit('a'), T0],
-        [hit('b'), T0],
-        [hit('c'), T0 + MINUTE],
-        [hit('d', 'fault'), T0 + 2 * MINUTE],
-        [hit('a'), T0 + 3 * MINUTE],
+        [hit('a'), T0],
+        [hit('a'), T0],
+        [hit('b'), T0 + MINUTE],
+        [hit('c'), T0 + 2 * MINUTE],
+        [hit('d', 'fault'), T0 + 3 * MINUTE],
       ],
       2,
     );
     const json = ledgerJson(ledger);
+    // c took b's place (b: 1 call), d took c's (c counted 1 + b's 1): a, which calls most, stays.
     expect(json.folded).toBe(2);
     expect(json.entries.map((entry) => [entry.client, entry.calls])).toEqual([
-      ['a', 2],
+      ['a', 3],
       [FOLDED_CLIENT, 2],
-      ['b', 1],
+      ['d', 1],
     ]);
     expect(json.entries[1]).toMatchObject({
-      outcomes: { ok: 1, fault: 1, shed: 0, refused: 0 },
+      outcomes: { ok: 2, fault: 0, shed: 0, refused: 0 },
       firstSeen: '2026-11-23T10:01:00.000Z',
       lastSeen: '2026-11-23T10:02:00.000Z',
     });
+  });
+
+  it('cannot be blinded: 10,000 one-call junk keys first, then a caller calling more often than any of them, which it shows', () => {
+    const ledger = new Ledger(10_000);
+    for (let i = 0; i < 10_000; i++) ledger.add(unnamedHit(`hmac:${i.toString(16).padStart(12, '0')}`), T0);
+    for (let i = 0; i < 2; i++) ledger.add(unnamedHit('hmac:00000000beef'), T0 + MINUTE);
+    // More junk after it: it stays, as long as it calls more than any one of them.
+    for (let i = 10_000; i < 20_000; i++) ledger.add(unnamedHit(`hmac:${i.toString(16).padStart(12, '0')}`), T0 + 2 * MINUTE);
+    ledger.add(unnamedHit('hmac:00000000beef'), T0 + 3 * MINUTE);
+    const json = ledgerJson(ledger, { client: 'hmac:00000000beef', offset: 0, limit: 1 });
+    expect(json.entries).toEqual([expect.objectContaining({ client: 'hmac:00000000beef', calls: 3 })]);
+    expect(ledger.entries()).toHaveLength(10_001);
+    // No call is lost: those of the junk pushed out are under "other".
+    expect(ledger.entries().reduce((sum, entry) => sum + entry.calls, 0)).toBe(20_003);
   });
 
   it('stays within its cap however many unknown callers come (plus one folded entry per operation and binding)', () => {
@@ -132,8 +139,8 @@ describe('the ledger', () => {
     const json = wholeLedger(ledger);
     expect(json.entries.map((entry) => [entry.client, entry.binding, entry.calls])).toEqual([
       [FOLDED_CLIENT, 'soap11', 3],
-      ['sha256:000000000000', 'soap11', 1],
-      ['sha256:000000000001', 'soap11', 1],
+      ['sha256:000000000003', 'soap11', 1],
+      ['sha256:000000000004', 'soap11', 1],
       ['shop', 'soap11', 1],
       ['warehouse-app', 'httpGet', 1],
       ['warehouse-app', 'soap11', 1],
@@ -160,7 +167,7 @@ describe('the ledger', () => {
     const merged = mergeLedgers([full, other], (client) => (client === 'sha256:0123456789ab' ? 'shop' : undefined));
     expect(wholeLedger(merged).entries.map((entry) => [entry.client, entry.calls])).toEqual([
       [FOLDED_CLIENT, 1],
-      ['sha256:000000000001', 1],
+      ['sha256:000000000002', 1],
       ['shop', 1],
       ['warehouse-app', 1],
     ]);
@@ -170,8 +177,8 @@ describe('the ledger', () => {
     expect(wholeLedger(merged).entries.map((entry) => [entry.client, entry.calls])).toEqual([
       [FOLDED_CLIENT, 2],
       ['later-app', 1],
-      ['sha256:000000000001', 1],
       ['sha256:000000000003', 1],
+      ['sha256:000000000004', 1],
       ['shop', 1],
       ['warehouse-app', 1],
     ]);
@@ -210,7 +217,7 @@ describe('the ledger', () => {
     ]);
     expect(merged.folded).toBe(1);
     expect(ledgerJson(merged).entries.map((entry) => [entry.client, entry.calls])).toEqual([
-      ['a', 1],
+      ['b', 1],
       ['c', 1],
       [FOLDED_CLIENT, 1],
     ]);

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LedgerJson } from '../src/deprecation/ledger.js';
+import type { LedgerJson } from '../src/deprecation/ledger-page.js';
+import { HitCollector } from '../src/report/collect.js';
 import type { MigrationReport } from '../src/report/report.js';
 import { runReport } from '../src/report/run-report.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
@@ -227,6 +228,28 @@ describe('the migration report', () => {
       [UNKNOWN, 15],
       ['other', 1],
     ]);
+  });
+
+  it('keeps calls per day only for the callers its ledger holds: those pushed out take theirs to "other"', () => {
+    const collector = new HitCollector(100);
+    const hit = (client: string, time: number) => ({
+      time,
+      client,
+      clientLabel: 'other',
+      clientFingerprint: client,
+      team: null,
+      contact: null,
+      operation: 'Search',
+      binding: 'soap11',
+      outcome: 'ok' as const,
+      successor: null,
+    });
+    for (let i = 0; i < 10_000; i++) collector.add(hit(`hmac:${i.toString(16).padStart(12, '0')}`, Date.UTC(2026, 10, 1 + (i % 20))));
+    const { byClient, ledger } = collector.result();
+    expect(byClient.size).toBe(101);
+    const days = (client: string): number => [...(byClient.get(client)?.values() ?? [])].reduce((sum, calls) => sum + calls, 0);
+    expect(days('other')).toBe(ledger.folded);
+    expect([...byClient.keys()].reduce((sum, client) => sum + days(client), 0)).toBe(10_000);
   });
 
   it('skips a hit whose client name is longer than a name can be, and cuts a long team or contact: the cap counts entries, not bytes', async () => {

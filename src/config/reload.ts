@@ -35,6 +35,7 @@ export const RESTART_ONLY: readonly string[] = [
   'legacy.maxResponseBytes',
   'legacy.maxShadowsInFlight',
   'deprecation.clientIdKey',
+  'deprecation.ledgerRetentionDays',
   'cache.maxBytes',
 ];
 

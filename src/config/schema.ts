@@ -319,6 +319,8 @@ export const ConfigSchema = Type.Object(
        * name a caller alike. `null`: a random key for the process (refused in production).
        */
       clientIdKey: nullable(Type.String({ minLength: MIN_SECRET_LENGTH })),
+      /** The fleet ledger's entries (docs/migration.md §3) are dropped from Redis after this many days without calls. */
+      ledgerRetentionDays: integer(1, 3650, 90),
     }),
     clients: Type.Array(client, { default: [] }),
     brownouts: Type.Array(brownout, { default: [] }),

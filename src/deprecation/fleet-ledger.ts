@@ -1,162 +1,163 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { scriptCommands, type Shared } from '../redis/shared.js';
-import { DEFAULT_MAX_ENTRIES, FOLDED_CLIENT, Ledger, OUTCOMES, type LedgerEntry, type LedgerHit } from './ledger.js';
+import type { Shared } from '../redis/shared.js';
+import { SEAL_BYTES } from '../redis/seal.js';
+import { ledgerCommands, type MergeReply, type StoredEntry } from './fleet-ledger-scripts.js';
+import { combined, DEFAULT_MAX_ENTRIES, FOLDED_CLIENT, Ledger, type LedgerEntry, type LedgerHit } from './ledger.js';
+import { entryOfRecord, MAX_RECORD_BYTES, recordOf } from './ledger-record.js';
+import { type LedgerView, viewOfEntries } from './ledger-view.js';
 
 /**
  * The fleet's ledger in Redis (docs/fleet.md), so that `GET /ledger` on any instance shows who calls
  * what across all of them. Each instance counts its calls in a ledger of its own that is not yet
- * written (`pending`) and merges it into Redis once a second, entry by entry, in one script each: a
- * call is never a Redis round trip. While Redis is away the pending ledger keeps counting (bounded as
- * every ledger is) and is merged when Redis is back, so no call is lost from the fleet's count;
- * reading falls back to the instance's own ledger, and `/ledger` says which it shows.
+ * written (`pending`) and merges it into Redis once a second: a call is never a Redis round trip.
+ * While Redis is away the pending ledger keeps counting (bounded as every ledger is) and is merged
+ * when Redis is back; `/ledger` then shows the instance's own ledger and says so.
  *
- * In Redis: a hash per entry (client × operation × binding, keyed by a hash of the three), a set of
- * them, a set of the unnamed callers' entries (capped as a live ledger is: past `maxEntries`, new
- * unnamed callers are counted under `other`) and the count of folded calls.
+ * In Redis (docs/security-ledger.md): each entry (client × operation × binding) a JSON value sealed
+ * with the fleet's secret under its key, which expires after `deprecation.ledgerRetentionDays`
+ * without calls; an index of them (a ZSET by lastSeen, trimmed of those past retention); and the
+ * unnamed callers' entries in a Space-Saving summary of `maxEntries` (a ZSET of counts). The secret
+ * never goes to Redis, so entries are merged in Node: read, opened, added to, sealed, and written by
+ * a script only if unchanged since the read. `/ledger` reads a view of the whole ledger made off the
+ * request path, so that a page costs what it holds.
  */
 
 export interface FleetLedger {
   add(hit: LedgerHit, at: number): void;
-  /** The fleet's ledger, calls not yet merged included; null when Redis cannot be read. */
-  read(): Promise<Ledger | null>;
+  /**
+   * The fleet's ledger as last read: read again in the background once older than `viewMaxAgeMs`,
+   * waited for only the first time. Null while Redis cannot be read.
+   */
+  view(): Promise<LedgerView | null>;
+  /** The fleet's ledger as Redis holds it now; null when Redis cannot be read. */
+  read(): Promise<LedgerView | null>;
   /** Merges what is pending now (also done every `flushIntervalMs`). */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
 
 export interface FleetLedgerOptions {
+  /** `deprecation.ledgerRetentionDays`: an entry without calls for this long is dropped. */
+  readonly retentionDays: number;
   readonly maxEntries?: number;
   readonly flushIntervalMs?: number;
+  readonly viewMaxAgeMs?: number;
 }
 
 const FLUSH_INTERVAL_MS = 1000;
-/** Entries merged or read in one pipeline: a long one would outlast redis.commandTimeoutMs and look like an outage. */
-const MERGE_CHUNK = 200;
+/** How stale `/ledger` may be, beyond the merge's second: each read of a view costs every entry (some 0.2 s of CPU at 10,000). */
+const VIEW_MAX_AGE_MS = 5000;
+/** Entries merged or read in one command: a long one would outlast redis.commandTimeoutMs and look like an outage. */
+const CHUNK = 200;
 /** How long Redis remembers a merge was made, so that sending it again counts nothing twice. */
 const MERGE_MARKER_MS = 3_600_000;
+/** Writes of one entry that found it changed since it was read, before it waits for the next merge. */
+const MERGE_TRIES = 4;
+/** Index members past retention dropped per merge: the rest go with the next ones. */
+const TRIM_MOST = 1000;
+/** Index members read for a view beyond `maxEntries`: the configured clients' entries and `other`'s. */
+const VIEW_ROOM = 10_000;
+const DAY_MS = 86_400_000;
+/** The largest stored value read: a sealed entry of the largest record. */
+const LARGEST = SEAL_BYTES + MAX_RECORD_BYTES;
 
-/** KEYS the folded counter and the merge's marker; ARGV the calls folded. */
-const MERGE_FOLDED = `
-if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ${MERGE_MARKER_MS}) then return 0 end
-redis.call('INCRBY', KEYS[1], ARGV[1])
-return 1
-`;
-
-interface LedgerCommands {
-  fleetLedgerMerge(...keysAndArgs: string[]): Promise<number>;
-  fleetLedgerFolded(folded: string, marker: string, calls: string): Promise<number>;
+/** A merge not yet known to be made: its entry and the id that makes it happen once. */
+interface Unmerged {
+  readonly id: string;
+  readonly entry: LedgerEntry;
 }
 
-/** A merge not yet known to be made: its entry (or folded count) and the id that makes it happen once. */
-type Unmerged = { readonly id: string; readonly entry: LedgerEntry } | { readonly id: string; readonly folded: number };
-
-/**
- * Merges one entry, once: KEYS entry, index, unnamed set, folded counter, the `other` entry of the
- * same operation and binding, the merge's own marker; ARGV client, configured (1/0), operation,
- * binding, firstSeen, lastSeen, calls, the four outcomes, example at (0: none), example successor,
- * maxEntries. Returns 0 for a merge already made (its reply was lost, and it is sent again).
- */
-const MERGE_ENTRY = `
-if not redis.call('SET', KEYS[6], '1', 'NX', 'PX', ${MERGE_MARKER_MS}) then return 0 end
-local key = KEYS[1]
-local client = ARGV[1]
-if redis.call('EXISTS', key) == 0 then
-  if ARGV[2] == '0' and client ~= '${FOLDED_CLIENT}' then
-    if redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[14]) then
-      redis.call('INCRBY', KEYS[4], ARGV[7])
-      key = KEYS[5]
-      client = '${FOLDED_CLIENT}'
-    else
-      redis.call('SADD', KEYS[3], key)
-    end
-  end
-  if redis.call('EXISTS', key) == 0 then
-    redis.call('HSET', key, 'client', client, 'configured', client == ARGV[1] and ARGV[2] or '0', 'operation', ARGV[3], 'binding', ARGV[4],
-      'firstSeen', ARGV[5], 'lastSeen', ARGV[6], 'calls', 0, 'ok', 0, 'fault', 0, 'shed', 0, 'refused', 0, 'exampleAt', 0)
-    redis.call('SADD', KEYS[2], key)
-  end
-end
-if tonumber(redis.call('HGET', key, 'firstSeen')) > tonumber(ARGV[5]) then redis.call('HSET', key, 'firstSeen', ARGV[5]) end
-if tonumber(redis.call('HGET', key, 'lastSeen')) < tonumber(ARGV[6]) then redis.call('HSET', key, 'lastSeen', ARGV[6]) end
-redis.call('HINCRBY', key, 'calls', ARGV[7])
-redis.call('HINCRBY', key, 'ok', ARGV[8])
-redis.call('HINCRBY', key, 'fault', ARGV[9])
-redis.call('HINCRBY', key, 'shed', ARGV[10])
-redis.call('HINCRBY', key, 'refused', ARGV[11])
-if tonumber(ARGV[12]) > 0 and tonumber(ARGV[12]) >= tonumber(redis.call('HGET', key, 'exampleAt')) then
-  redis.call('HSET', key, 'exampleAt', ARGV[12], 'example', ARGV[13])
-end
-return 1
-`;
-
-const commands = scriptCommands<LedgerCommands>({
-  fleetLedgerMerge: { keys: 6, lua: MERGE_ENTRY },
-  fleetLedgerFolded: { keys: 2, lua: MERGE_FOLDED },
-});
-
-export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = {}): FleetLedger | null {
+export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): FleetLedger | null {
   if (!shared.configured) return null;
   const maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+  const retentionMs = options.retentionDays * DAY_MS;
+  const viewMaxAgeMs = options.viewMaxAgeMs ?? VIEW_MAX_AGE_MS;
   const keys = {
-    index: shared.key('ledger', 'index'),
-    unnamed: shared.key('ledger', 'unnamed'),
-    folded: shared.key('ledger', 'folded'),
-    entry: (client: string, operation: string, binding: string): string =>
-      shared.key('ledger', 'entry', createHash('sha256').update(`${client}\u0000${operation}\u0000${binding}`).digest('hex').slice(0, 32)),
+    index: shared.key('ledger', 'v2', 'index'),
+    unnamed: shared.key('ledger', 'v2', 'unnamed'),
+    prefix: shared.key('ledger', 'v2', 'entry', ''),
+    marker: (id: string): string => shared.key('ledger', 'v2', 'merged', id),
   };
+  /** An entry's index member: a keyed hash of its client, operation and binding. */
+  const memberOf = (entry: LedgerEntry): string =>
+    shared.hashOf(`${entry.client}\u0000${entry.operation}\u0000${entry.binding}`).slice(0, 32);
+
+  /** The entry `stored` under `key` holds; a value that is not one this fleet wrote is refused, counted and said. */
+  const opened = (key: string, stored: StoredEntry, now: number): LedgerEntry | null => {
+    if (stored === null) return null;
+    if (typeof stored === 'number') {
+      shared.refuse('ledger', 'bounds', key);
+      return null;
+    }
+    const record = shared.seal.open(key, stored);
+    if (record === null) {
+      shared.refuse('ledger', 'forged', key);
+      return null;
+    }
+    const entry = entryOfRecord(record, now);
+    if (entry === null) shared.refuse('ledger', 'bounds', key);
+    return entry;
+  };
+
   let pending = new Ledger(maxEntries);
   /**
-   * Merges sent whose outcome is not known (a reply timed out, Redis went away mid-pipeline): sent
-   * again, with the same ids, before anything newer. Redis makes each once.
+   * Merges sent whose outcome is not known (a reply timed out, Redis went away mid-pipeline), or that
+   * kept finding their entry changed: sent again, with the same ids, before anything newer.
    */
   let unmerged: Unmerged[] = [];
   const instance = randomUUID();
   let batches = 0;
   let flushing: Promise<void> | null = null;
 
-  const send = (pipeline: ReturnType<Redis['pipeline']>, item: Unmerged): void => {
-    const marker = shared.key('ledger', 'merged', item.id);
-    if ('folded' in item) {
-      (pipeline as unknown as LedgerCommands).fleetLedgerFolded(keys.folded, marker, String(item.folded));
-      return;
-    }
-    const { entry } = item;
-    (pipeline as unknown as LedgerCommands).fleetLedgerMerge(
-      keys.entry(entry.client, entry.operation, entry.binding),
-      keys.index,
-      keys.unnamed,
-      keys.folded,
-      keys.entry(FOLDED_CLIENT, entry.operation, entry.binding),
-      marker,
-      entry.client,
-      entry.configured ? '1' : '0',
-      entry.operation,
-      entry.binding,
-      String(entry.firstSeen),
-      String(entry.lastSeen),
-      String(entry.calls),
-      ...OUTCOMES.map((outcome) => String(entry.outcomes[outcome])),
-      String(entry.example?.at ?? 0),
-      entry.example?.successor ?? '',
-      String(maxEntries),
-    );
+  /** An entry another merge pushed out of the unnamed callers' summary: its calls go to `other`, counted at the next merge. */
+  const foldPushedOut = (member: string, stored: Buffer | null, now: number): void => {
+    const entry = opened(keys.prefix + member, stored, now);
+    if (entry !== null) pending.absorb({ ...entry, client: FOLDED_CLIENT, configured: false });
   };
 
-  /** Sends `items` a chunk at a time; returns those whose merge is not known to be made. */
-  const merge = async (redis: Redis, items: readonly Unmerged[]): Promise<Unmerged[]> => {
-    commands(redis);
-    const left: Unmerged[] = [];
-    for (let from = 0; from < items.length; from += MERGE_CHUNK) {
-      const chunk = items.slice(from, from + MERGE_CHUNK);
-      const pipeline = redis.pipeline();
-      for (const item of chunk) send(pipeline, item);
-      const results = (await pipeline.exec()) ?? [];
-      chunk.forEach((item, index) => {
-        if (results[index]?.[0] !== null && results[index]?.[0] !== undefined) left.push(item);
+  /** Merges `chunk`; returns those whose merge is not known to be made. */
+  const mergeChunk = async (redis: Redis, chunk: readonly Unmerged[]): Promise<Unmerged[]> => {
+    const commands = ledgerCommands(redis);
+    const failed: Unmerged[] = [];
+    let left = chunk;
+    for (let tries = 0; tries < MERGE_TRIES && left.length > 0; tries++) {
+      const now = Date.now();
+      const members = left.map((item) => memberOf(item.entry));
+      const stored = await commands.fleetLedgerReadBuffer(LARGEST, ...members.map((member) => keys.prefix + member));
+      const pipeline = redis.pipeline() as unknown as typeof commands;
+      left.forEach(({ id, entry }, at) => {
+        const member = members[at] as string;
+        const key = keys.prefix + member;
+        const value = stored[at] ?? null;
+        const base = opened(key, value, now);
+        const merged = base === null ? entry : combined(base, entry);
+        const unnamed = !entry.configured && entry.client !== FOLDED_CLIENT;
+        pipeline.fleetLedgerMergeBuffer(
+          ...[key, keys.index, keys.unnamed, keys.marker(id), tokenOf(value), shared.seal.close(key, recordOf(merged)), retentionMs],
+          ...[merged.lastSeen, member, unnamed ? '1' : '0', maxEntries, LARGEST, keys.prefix, entry.calls, MERGE_MARKER_MS],
+        );
       });
-      if (results.length < chunk.length) left.push(...chunk.slice(results.length));
+      const results = (await (pipeline as unknown as ReturnType<Redis['pipeline']>).exec()) ?? [];
+      const changed: Unmerged[] = [];
+      left.forEach((item, at) => {
+        const [err, reply] = results[at] ?? [new Error('no reply'), null];
+        if (err !== null) failed.push(item);
+        else if ((reply as MergeReply)[0] === 1) changed.push(item);
+        else if ((reply as MergeReply).length === 3) {
+          const [, member, value] = reply as [2, Buffer, Buffer | null];
+          foldPushedOut(member.toString('utf8'), value, now);
+        }
+      });
+      left = changed;
     }
+    return [...failed, ...left];
+  };
+
+  const merge = async (redis: Redis, items: readonly Unmerged[]): Promise<Unmerged[]> => {
+    await ledgerCommands(redis).fleetLedgerTrim(keys.index, keys.unnamed, Date.now() - retentionMs, keys.prefix, TRIM_MOST);
+    const left: Unmerged[] = [];
+    for (let from = 0; from < items.length; from += CHUNK) left.push(...(await mergeChunk(redis, items.slice(from, from + CHUNK))));
     return left;
   };
 
@@ -167,7 +168,6 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
     if (!shared.available() && unmerged.length === 0) return;
     const batch = `${instance}:${++batches}`;
     const fresh: Unmerged[] = pending.entries().map((entry, index) => ({ id: `${batch}:${index}`, entry }));
-    if (pending.folded > 0) fresh.push({ id: `${batch}:folded`, folded: pending.folded });
     pending = new Ledger(maxEntries);
     const items = [...unmerged, ...fresh];
     if (items.length === 0) return;
@@ -181,7 +181,7 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
         unmerged = left;
         // Never more than a ledger's worth waiting: past it, counted again (the lesser loss is twice).
         if (unmerged.length > maxEntries) {
-          for (const item of unmerged) if ('entry' in item) pending.absorb(item.entry);
+          for (const item of unmerged) pending.absorb(item.entry);
           unmerged = [];
         }
       })
@@ -189,6 +189,56 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
         flushing = null;
       });
     return flushing;
+  };
+
+  /**
+   * The values of the last read and what they held: a value read again unchanged is not opened again
+   * (its MAC and checks cost most of a read). Only the last read's, so no larger than the index.
+   */
+  let known = new Map<string, { readonly stored: Buffer; readonly entry: LedgerEntry }>();
+  const read = async (): Promise<LedgerView | null> => {
+    const entries = await shared.run(
+      'ledger',
+      async (redis) => {
+        const commands = ledgerCommands(redis);
+        // The latest first: past the cap (only what is not this fleet's could put more there), the oldest are left out.
+        const members = await redis.zrevrange(keys.index, 0, maxEntries + VIEW_ROOM - 1);
+        const now = Date.now();
+        const read = new Map<string, { readonly stored: Buffer; readonly entry: LedgerEntry }>();
+        for (let from = 0; from < members.length; from += CHUNK) {
+          const chunk = members.slice(from, from + CHUNK).map((member) => keys.prefix + member);
+          const stored = await commands.fleetLedgerReadBuffer(LARGEST, ...chunk);
+          chunk.forEach((key, at) => {
+            const value = stored[at] ?? null;
+            const before = known.get(key);
+            const entry =
+              before !== undefined && Buffer.isBuffer(value) && before.stored.equals(value) ? before.entry : opened(key, value, now);
+            if (entry !== null) read.set(key, { stored: value as Buffer, entry });
+          });
+        }
+        known = read;
+        return [...read.values()].map(({ entry }) => entry);
+      },
+      () => null,
+    );
+    if (entries === null) return null;
+    // What `other` holds is what was folded. One entry per member: no ledger to merge them in.
+    const folded = entries.reduce((sum, entry) => sum + (entry.client === FOLDED_CLIENT ? entry.calls : 0), 0);
+    return viewOfEntries(entries, maxEntries, folded);
+  };
+
+  let latest: { readonly view: LedgerView | null; readonly at: number } | null = null;
+  let reading: Promise<LedgerView | null> | null = null;
+  const readAgain = (): Promise<LedgerView | null> => {
+    reading ??= read()
+      .then((view) => {
+        latest = { view, at: performance.now() };
+        return view;
+      })
+      .finally(() => {
+        reading = null;
+      });
+    return reading;
   };
 
   const timer = setInterval(() => void flush(), options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
@@ -199,34 +249,12 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
       pending.add(hit, at);
     },
     flush,
-    async read() {
-      const stored = await shared.run(
-        'ledger',
-        async (redis) => {
-          const [members, folded] = await Promise.all([redis.smembers(keys.index), redis.get(keys.folded)]);
-          const hashes: Record<string, string>[] = [];
-          // A chunk at a time, as merges are: ten thousand entries in one pipeline outlast a command timeout.
-          for (let from = 0; from < members.length; from += MERGE_CHUNK) {
-            const pipeline = redis.pipeline();
-            for (const member of members.slice(from, from + MERGE_CHUNK)) pipeline.hgetall(member);
-            for (const [err, hash] of (await pipeline.exec()) ?? []) {
-              if (err !== null) throw err;
-              hashes.push(hash as Record<string, string>);
-            }
-          }
-          return { hashes, folded: Number(folded ?? 0) };
-        },
-        () => null,
-      );
-      if (stored === null) return null;
-      const ledger = new Ledger(maxEntries, stored.folded + pending.folded);
-      for (const hash of stored.hashes) {
-        const entry = entryOf(hash);
-        if (entry !== null) ledger.absorb(entry);
-      }
-      for (const entry of pending.entries()) ledger.absorb(entry);
-      for (const item of unmerged) if ('entry' in item) ledger.absorb(item.entry);
-      return ledger;
+    read,
+    async view() {
+      if (!shared.available()) return null;
+      if (latest === null) return readAgain();
+      if (performance.now() - latest.at > viewMaxAgeMs) void readAgain();
+      return latest.view;
     },
     async close() {
       clearInterval(timer);
@@ -235,21 +263,8 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions = 
   };
 }
 
-/** An entry as the script stored it; null for a hash that is not one (gone between the two reads). */
-function entryOf(hash: Record<string, string>): LedgerEntry | null {
-  const { client, operation, binding } = hash;
-  if (client === undefined || operation === undefined || binding === undefined) return null;
-  const number = (field: string): number => Number(hash[field] ?? 0);
-  const exampleAt = number('exampleAt');
-  return {
-    client,
-    configured: hash.configured === '1',
-    operation,
-    binding,
-    firstSeen: number('firstSeen'),
-    lastSeen: number('lastSeen'),
-    calls: number('calls'),
-    outcomes: { ok: number('ok'), fault: number('fault'), shed: number('shed'), refused: number('refused') },
-    example: exampleAt > 0 && hash.example !== undefined ? { at: exampleAt, successor: hash.example } : null,
-  };
+/** What a merge compares the stored value with (fleet-ledger-scripts.ts, TOKEN). */
+function tokenOf(stored: StoredEntry): string {
+  if (stored === null) return '';
+  return typeof stored === 'number' ? 'refused' : createHash('sha1').update(stored).digest('hex');
 }

@@ -6,6 +6,7 @@ import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/binding.js';
 import { Ledger, type LedgerHit } from './ledger.js';
+import { cachedView, type LedgerView } from './ledger-view.js';
 import type { RouteName } from '../config/schema.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
 import type { UpstreamOutcome } from '../outbound/upstream.js';
@@ -137,11 +138,16 @@ export interface HitRecorder {
   readonly registry: Registry;
   /** Who called what on this instance since it started (`GET /ledger`). */
   readonly ledger: Ledger;
+  /** That ledger sorted for `GET /ledger`, at most a second old. */
+  ledgerView(): LedgerView;
   record(hit: DeprecationHit): void;
   observeUpstream(outcome: UpstreamOutcome): void;
   /** Writes what is still pending (the last interval's count of shed calls). */
   close(): void;
 }
+
+/** How old the instance ledger's view may be: sorting ten thousand entries for every read of a poller costs calls. */
+const LEDGER_VIEW_MAX_AGE_MS = 1000;
 
 /** Shed calls are summed up in one warning per interval: under overload, a line each would add to it. */
 const SHED_WARNING_INTERVAL_MS = 10_000;
@@ -216,6 +222,7 @@ export function createHitRecorder(
   return {
     registry,
     ledger,
+    ledgerView: cachedView(ledger, LEDGER_VIEW_MAX_AGE_MS),
     record(hit) {
       const at = Date.now();
       ledger.add(hit, at);

@@ -1,5 +1,5 @@
 import type { LoggedHit } from './hit-line.js';
-import { Ledger, mergeLedgers } from '../deprecation/ledger.js';
+import { FOLDED_CLIENT, Ledger, mergeLedgers } from '../deprecation/ledger.js';
 import { ANONYMOUS } from '../clients/fingerprint.js';
 
 /**
@@ -49,8 +49,10 @@ export class HitCollector {
   #to = -Infinity;
 
   constructor(maxEntries?: number) {
-    this.#ledger = new Ledger(maxEntries);
-    this.#schema1 = new Ledger(maxEntries);
+    // A caller the ledger pushes out takes its calls per day to `other`: the days, as the ledger, hold
+    // the callers that call most, and grow with them, not with every key ever sent.
+    this.#ledger = new Ledger(maxEntries, 0, (client) => moveDays(this.#byClient, client, FOLDED_CLIENT));
+    this.#schema1 = new Ledger(maxEntries, 0, (client) => moveDays(this.#bySchema1Client, client, FOLDED_CLIENT));
   }
 
   add(hit: LoggedHit): void {
@@ -100,4 +102,9 @@ function countDay(counts: DayCounts, key: string, day: number, calls: number): v
     counts.set(key, days);
   }
   days.set(day, (days.get(day) ?? 0) + calls);
+}
+
+function moveDays(counts: DayCounts, from: string, to: string): void {
+  for (const [day, calls] of counts.get(from) ?? []) countDay(counts, to, day, calls);
+  counts.delete(from);
 }

@@ -135,7 +135,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
 
   const registry = createRegistry();
   const shared = createShared(config.redis, registry, fastify.log, config.redis.secret ?? config.deprecation.clientIdKey);
-  const fleetLedger = createFleetLedger(shared);
+  const fleetLedger = createFleetLedger(shared, { retentionDays: config.deprecation.ledgerRetentionDays });
   const hits = createHitRecorder(registry, fastify.log, deps.hitLogger, fleetLedger);
   fastify.addHook('onClose', async () => {
     hits.close();

@@ -2,7 +2,7 @@ import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import type { FleetLedger } from '../deprecation/fleet-ledger.js';
-import { ledgerPage } from '../deprecation/ledger.js';
+import { ledgerText } from '../deprecation/ledger-page.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
 
@@ -53,9 +53,9 @@ export async function operatorDataRoutes(
   if (paths.includes('/ledger')) {
     fastify.get('/ledger', { onRequest: guard }, async (request, reply) => {
       // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
-      const fleet = fleetLedger === null ? null : await fleetLedger.read();
-      const { status, body } = ledgerPage(fleet ?? hits.ledger, request.query);
-      return reply.code(status).send(status === 200 ? { ...body, scope: fleet === null ? 'instance' : 'fleet' } : body);
+      const fleet = fleetLedger === null ? null : await fleetLedger.view();
+      const { status, text } = ledgerText(fleet ?? hits.ledgerView(), fleet === null ? 'instance' : 'fleet', request.query);
+      return reply.code(status).type('application/json; charset=utf-8').send(text);
     });
   }
 }

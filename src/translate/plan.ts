@@ -28,7 +28,7 @@ export function appKeyOf(request: UpstreamRequest): string | null {
 }
 
 /** Past this, a successor request is not named: a header that long breaks proxies on the way. */
-const MAX_SUCCESSOR_LENGTH = 2000;
+export const MAX_SUCCESSOR_LENGTH = 2000;
 
 /**
  * The `.cp` request that replaces a call, as a path and query without its secrets: what the call's

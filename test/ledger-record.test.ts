@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import type { LedgerEntry } from '../src/deprecation/ledger.js';
+import { MAX_RECORD_BYTES, entryOfRecord, recordOf } from '../src/deprecation/ledger-record.js';
+
+/** A ledger entry read back from Redis is checked as if written now: one out of bounds is not an entry (issue 27, item 3). */
+
+const NOW = Date.parse('2026-11-27T09:00:00.000Z');
+const ENTRY: LedgerEntry = {
+  client: 'hmac:0123456789ab',
+  configured: false,
+  operation: 'Search',
+  binding: 'soap11',
+  firstSeen: NOW - 60_000,
+  lastSeen: NOW,
+  calls: 3,
+  outcomes: { ok: 2, fault: 1, shed: 0, refused: 0 },
+  example: { at: NOW, successor: '/product.search.cp?v=3&query=dog' },
+};
+const read = (changes: Record<string, unknown>): LedgerEntry | null =>
+  entryOfRecord(Buffer.from(JSON.stringify({ ...ENTRY, ...changes })), NOW);
+
+describe('a ledger entry read back', () => {
+  it('is the entry written', () => {
+    expect(entryOfRecord(recordOf(ENTRY), NOW)).toEqual(ENTRY);
+    expect(read({ example: null, client: 'warehouse-app', configured: true })).toMatchObject({ client: 'warehouse-app', example: null });
+  });
+
+  it.each([
+    ['firstSeen "abc"', { firstSeen: 'abc' }],
+    ['a date an hour ahead of this clock', { lastSeen: NOW + 3_600_000 }],
+    ['a date before 2000', { firstSeen: Date.UTC(1999, 11, 31) }],
+    ['firstSeen after lastSeen', { firstSeen: NOW + 1, lastSeen: NOW }],
+    ['a negative count', { calls: 1, outcomes: { ok: 2, fault: -1, shed: 0, refused: 0 } }],
+    ['a count that is not a whole number', { calls: 2.5, outcomes: { ok: 2.5, fault: 0, shed: 0, refused: 0 } }],
+    ['a count past safe integers', { calls: 2 ** 53, outcomes: { ok: 2 ** 53, fault: 0, shed: 0, refused: 0 } }],
+    ['calls that are not the sum of the outcomes', { calls: 4 }],
+    ['an operation the service does not have', { operation: 'DropTables' }],
+    ['a binding the service does not have', { binding: 'soap13' }],
+    ['a client name of 65 characters', { client: 'a'.repeat(65) }],
+    ['a client name with a control character', { client: 'warehouse\u001b[2J' }],
+    ['an example longer than a successor can be', { example: { at: NOW, successor: `/${'x'.repeat(2000)}` } }],
+    ['an example that is not a path', { example: { at: NOW, successor: 'https://evil.example/' } }],
+    ['configured as text', { configured: 'yes' }],
+  ])('is refused with %s', (_, changes) => {
+    expect(read(changes)).toBeNull();
+  });
+
+  it('is refused larger than its bound, or not JSON', () => {
+    expect(entryOfRecord(Buffer.alloc(MAX_RECORD_BYTES + 1, 0x20), NOW)).toBeNull();
+    expect(entryOfRecord(Buffer.from('{"client":'), NOW)).toBeNull();
+    expect(entryOfRecord(Buffer.from('null'), NOW)).toBeNull();
+  });
+});
