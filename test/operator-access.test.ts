@@ -15,7 +15,7 @@ import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { rawRequest } from './support/raw-http.js';
 
 /**
- * The operator listener closed by default (issue 27, item 1; docs/security-listeners.md): loopback
+ * The operator listener closed by default (issue 27, item 1; docs/security.md): loopback
  * unless written down, `/ledger` and `/reload` behind the bearer token, the probes and `/metrics`
  * open, a `Host` check against DNS rebinding, and production refusing a listener beyond loopback
  * without a token. The process tests run the built entry point (`npm test` compiles it first).

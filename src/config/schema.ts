@@ -190,7 +190,7 @@ export const ConfigSchema = Type.Object(
       }),
       /**
        * Where the operator listener listens: loopback unless an operator writes down another address,
-       * and then `/ledger` and `/reload` need `adminToken` (docs/security-listeners.md).
+       * and then `/ledger` and `/reload` need `adminToken` (docs/security.md).
        */
       adminHost: text('127.0.0.1'),
       /**

@@ -14,7 +14,7 @@ import { type LedgerView, viewOfEntries } from './ledger-view.js';
  * While Redis is away the pending ledger keeps counting (bounded as every ledger is) and is merged
  * when Redis is back; `/ledger` then shows the instance's own ledger and says so.
  *
- * In Redis (docs/security-ledger.md): each entry (client × operation × binding) a JSON value sealed
+ * In Redis (docs/security.md): each entry (client × operation × binding) a JSON value sealed
  * with the fleet's secret under its key, which expires after `deprecation.ledgerRetentionDays`
  * without calls; an index of them (a ZSET by lastSeen, trimmed of those past retention); and the
  * unnamed callers' entries in a Space-Saving summary of `maxEntries` (a ZSET of counts). The secret

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { onRequestHookHandler } from 'fastify';
 
 /**
- * The `Host` check of the operator listener (docs/security-listeners.md). A page on any site can make
+ * The `Host` check of the operator listener (docs/security.md). A page on any site can make
  * a browser send requests to a name its owner points at 127.0.0.1 (DNS rebinding), and read the
  * answers as its own: the browser sends that name as the `Host`. So the listener answers only a `Host`
  * that no such site can be named by: an IP literal, `localhost`, or a name the operator listed in

@@ -2,7 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 
 /**
- * Who may read `/ledger` and `POST /reload` (docs/security-listeners.md): with `server.adminToken`,
+ * Who may read `/ledger` and `POST /reload` (docs/security.md): with `server.adminToken`,
  * whoever sends `Authorization: Bearer <token>`, on every listener that has them; without one, anyone
  * who reaches a loopback operator listener, and no one when the listener is beyond loopback (an
  * address written down without a token: refused rather than served to the network).
