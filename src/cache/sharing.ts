@@ -1,8 +1,7 @@
 import { UpstreamError, UpstreamOverLimit } from '../errors.js';
 import type { Fetcher } from '../outbound/upstream.js';
-import type { Shared } from '../redis/shared.js';
 import { appKeyOf, type UpstreamRequest } from '../translate/plan.js';
-import { createRefusedKeys } from './refused-keys.js';
+import { createRefusedKeys, type RefusedKeysOptions } from './refused-keys.js';
 
 /**
  * Who may be served a page shared across keys (`cache.shareAcrossKeys`). A shared page skips the
@@ -21,15 +20,8 @@ export interface KeySharing {
   close(): void;
 }
 
-export interface KeySharingOptions {
-  readonly shared: Shared;
-  /** How long a refused key is remembered: read for each refusal, a reload may change it. */
-  readonly memoryMs: () => number;
-  /** Whether pages are shared across keys now (`cache.shareAcrossKeys`). */
-  readonly active: () => boolean;
-  /** Epoch milliseconds. */
-  readonly now: () => number;
-}
+/** As the refused keys': `active` says whether pages are shared across keys now (`cache.shareAcrossKeys`). */
+export type KeySharingOptions = RefusedKeysOptions;
 
 /** The upstream's answer to a key it does not take: 401 or 403, but for the gateway's over-limit (a valid key). */
 function refusesTheKey(err: unknown): boolean {
