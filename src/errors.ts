@@ -129,7 +129,8 @@ export class UpstreamError extends CallError {
  * The upstream's gateway (Mashery) refused the appKey as over its limits: a 403 with
  * `X-Mashery-Error-Code` `ERR_403_DEVELOPER_OVER_QPS` or `…_OVER_RATE`, or a body that is exactly
  * `<h1>Developer Over Qps</h1>` or `<h1>Developer Over Rate</h1>` (docs/upstream.md §7.2), never one
- * that only holds those words. Worded and counted as the 403 it is (the same failure, text and reason as any other 403), so that without a budget nothing
+ * that only holds those words. Worded and counted as the 403 it is (the same failure, text and reason as any other 403), so that without a
+ * budget nothing
  * changes; the budget (src/budget) recognises it, pauses the key fleet-wide for `retryAfterSeconds`
  * and sheds the call instead.
  */

@@ -275,27 +275,31 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     expect((await lookup(a.base, 'other-key')).status).toBe(200);
   }, 20_000);
 
-  it('a call without room within maxWaitMs gets 503 Server Too Busy with Retry-After over every binding, its hit shed for the budget', async () => {
-    const upstream = await timedUpstream();
-    const proxy = await instance(upstream, shared({ requestsPerSecond: 0.2, burst: 1, maxWaitMs: 0 }));
-    expect((await lookup(proxy.base, 'slow-key')).status).toBe(200);
-    for (const binding of CALL_BINDINGS) {
-      const reply = await legacyCall(proxy.base, binding, 'ProductLookup', { productNumber: '3', apiKey: 'slow-key', version: '1' });
-      expect({ binding, status: reply.status, retryAfter: reply.headers.get('retry-after') }).toEqual({
-        binding,
-        status: 503,
-        retryAfter: '5',
-      });
-      expect(await reply.text()).toContain('Server Too Busy');
-    }
-    expect(upstream.requests).toHaveLength(1);
-    expect(hitsOf(proxy.lines).slice(1)).toMatchObject(
-      CALL_BINDINGS.map((binding) => ({ binding, outcome: 'shed', reason: 'budget', status: 503, upstreamRequests: 0 })),
-    );
-    expect(metric(await proxy.metrics(), 'upstream_budget_sheds_total{source="budget"}')).toBe(4);
-  });
+  it(
+    'a call without room within maxWaitMs gets 503 Server Too Busy with Retry-After over every binding, its hit shed for the ' + 'budget',
+    async () => {
+      const upstream = await timedUpstream();
+      const proxy = await instance(upstream, shared({ requestsPerSecond: 0.2, burst: 1, maxWaitMs: 0 }));
+      expect((await lookup(proxy.base, 'slow-key')).status).toBe(200);
+      for (const binding of CALL_BINDINGS) {
+        const reply = await legacyCall(proxy.base, binding, 'ProductLookup', { productNumber: '3', apiKey: 'slow-key', version: '1' });
+        expect({ binding, status: reply.status, retryAfter: reply.headers.get('retry-after') }).toEqual({
+          binding,
+          status: 503,
+          retryAfter: '5',
+        });
+        expect(await reply.text()).toContain('Server Too Busy');
+      }
+      expect(upstream.requests).toHaveLength(1);
+      expect(hitsOf(proxy.lines).slice(1)).toMatchObject(
+        CALL_BINDINGS.map((binding) => ({ binding, outcome: 'shed', reason: 'budget', status: 503, upstreamRequests: 0 })),
+      );
+      expect(metric(await proxy.metrics(), 'upstream_budget_sheds_total{source="budget"}')).toBe(4);
+    },
+  );
 
-  it('at 100 calls/s against a gateway enforcing 20 requests/s with 403s, no 403 reaches a caller: each call is answered or shed with Retry-After', async () => {
+  it('at 100 calls/s against a gateway enforcing 20 requests/s with 403s, no 403 reaches a caller: each call is answered or shed with ' +
+    'Retry-After', async () => {
     const { upstream, refused } = await masheryGateway(20);
     // A budget above the plan (25 + 5 a second against 20), so that the gateway does refuse.
     const settings = shared({ requestsPerSecond: 25, burst: 5, maxWaitMs: 500 });
@@ -321,7 +325,8 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     expect(new Set(replies.map((reply) => reply.status))).toEqual(new Set([200, 503]));
   }, 20_000);
 
-  it('a 403 seen by one instance pauses the key for the fleet: the other sheds without an upstream request until the pause ends', async () => {
+  it('a 403 seen by one instance pauses the key for the fleet: the other sheds without an upstream request until the pause ' +
+    'ends', async () => {
     const upstream = await stub((req, res, index) => {
       if (index === 0) return overQps(res, '2');
       res.writeHead(200, { 'content-type': 'text/xml' });
@@ -399,7 +404,8 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     expect(metric(metrics, 'redis_fallbacks_total{use="budget"}') ?? 0).toBe(0);
   });
 
-  it('Redis killed mid-run: calls are still answered on the local budget, said once in the log and in redis_up and redis_fallbacks_total, and sharing resumes when it is back', async () => {
+  it('Redis killed mid-run: calls are still answered on the local budget, said once in the log and in redis_up and ' +
+    'redis_fallbacks_total, and sharing resumes when it is back', async () => {
     const upstream = await timedUpstream();
     const own = await startRedis();
     try {
@@ -439,33 +445,36 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     }
   }, 30_000);
 
-  it('shares page counts: a store listed on one instance is asked for whole, all pages at once, on the other; no appKey in Redis', async () => {
-    const upstream = await timedUpstream(150);
-    const settings = shared();
-    const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
-    const store = (base: string): Promise<Response> =>
-      fetch(
-        `${base}/index.asmx/StoreLookup?${new URLSearchParams({ storeId: 'big', apiKey: 'store-key-123', version: '1', productTypes: '' })}`,
-      );
-    expect((await store(a.base)).status).toBe(200);
-    // 600 items in pages of 256: the first page, then the two others once its total is known.
-    expect(upstream.arrivals).toHaveLength(3);
-    expect((upstream.arrivals[1] as number) - (upstream.arrivals[0] as number)).toBeGreaterThanOrEqual(140);
-    upstream.arrivals.length = 0;
-    expect((await store(b.base)).status).toBe(200);
-    expect(upstream.arrivals).toHaveLength(3);
-    expect(Math.max(...upstream.arrivals) - Math.min(...upstream.arrivals)).toBeLessThan(100);
+  it(
+    'shares page counts: a store listed on one instance is asked for whole, all pages at once, on the other; no appKey in ' + 'Redis',
+    async () => {
+      const upstream = await timedUpstream(150);
+      const settings = shared();
+      const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
+      const store = (base: string): Promise<Response> =>
+        fetch(
+          `${base}/index.asmx/StoreLookup?${new URLSearchParams({ storeId: 'big', apiKey: 'store-key-123', version: '1', productTypes: '' })}`,
+        );
+      expect((await store(a.base)).status).toBe(200);
+      // 600 items in pages of 256: the first page, then the two others once its total is known.
+      expect(upstream.arrivals).toHaveLength(3);
+      expect((upstream.arrivals[1] as number) - (upstream.arrivals[0] as number)).toBeGreaterThanOrEqual(140);
+      upstream.arrivals.length = 0;
+      expect((await store(b.base)).status).toBe(200);
+      expect(upstream.arrivals).toHaveLength(3);
+      expect(Math.max(...upstream.arrivals) - Math.min(...upstream.arrivals)).toBeLessThan(100);
 
-    const client = new Redis(redis.url);
-    try {
-      const keys = await client.keys(`test-${fleet}:*`);
-      expect(keys.filter((key) => key.includes(':pages:'))).toHaveLength(1);
-      const values = await Promise.all(keys.map((key) => client.get(key)));
-      expect(JSON.stringify([keys, values])).not.toContain('store-key-123');
-    } finally {
-      client.disconnect();
-    }
-  });
+      const client = new Redis(redis.url);
+      try {
+        const keys = await client.keys(`test-${fleet}:*`);
+        expect(keys.filter((key) => key.includes(':pages:'))).toHaveLength(1);
+        const values = await Promise.all(keys.map((key) => client.get(key)));
+        expect(JSON.stringify([keys, values])).not.toContain('store-key-123');
+      } finally {
+        client.disconnect();
+      }
+    },
+  );
   it('a page count in Redis not sealed by the fleet is refused: the list is fetched as one not seen before', async () => {
     const upstream = await timedUpstream();
     const settings = shared();

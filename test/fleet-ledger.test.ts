@@ -71,7 +71,8 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
     }
   });
 
-  it('while Redis is away, answers every call and shows the instance’s own ledger; once it is back, the calls made meanwhile are in the fleet’s', {
+  it('while Redis is away, answers every call and shows the instance’s own ledger; once it is back, the calls made meanwhile are in the ' +
+    'fleet’s', {
     timeout: 40_000,
   }, async () => {
     const client = clientFingerprint('outage-ledger-key', TEST_CLIENT_ID_KEY);
@@ -132,7 +133,8 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
     }
   });
 
-  it('merges a full ledger once: a batch too long for one command timeout is sent in chunks, and a merge sent again is not counted twice', async () => {
+  it('merges a full ledger once: a batch too long for one command timeout is sent in chunks, and a merge sent again is not counted ' +
+    'twice', async () => {
     const lines: string[] = [];
     const log = { warn: (_fields: object, message: string) => lines.push(message), info: () => {} };
     const settings = { url: redis.url, keyPrefix: 'full-ledger:', commandTimeoutMs: 250, connectTimeoutMs: 1000 };

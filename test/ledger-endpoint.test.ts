@@ -26,7 +26,9 @@ afterAll(async () => {
 const get = (path: string): Promise<Response> => fetch(`${proxy.url}${path}`);
 
 function soapSearch(query: string, apiKey: string): Promise<Response> {
-  const body = `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body><Search xmlns="${SERVICE_NAMESPACE}"><query>${query}</query><apiKey>${apiKey}</apiKey></Search></soap:Body></soap:Envelope>`;
+  const body =
+    `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP11_ENV}"><soap:Body><Search ` +
+    `xmlns="${SERVICE_NAMESPACE}"><query>${query}</query><apiKey>${apiKey}</apiKey></Search></soap:Body></soap:Envelope>`;
   return fetch(`${proxy.url}/index.asmx`, {
     method: 'POST',
     headers: { 'content-type': XML_CONTENT_TYPE, soapaction: `"${SERVICE_NAMESPACE}Search"` },

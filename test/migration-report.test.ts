@@ -211,24 +211,27 @@ describe('the migration report', () => {
     ]);
   });
 
-  it('counts a configured client under its name however many unnamed callers came first, and those past the cap under "other"', async () => {
-    const junk = Array.from({ length: 10_001 }, (_, i) =>
-      hitLine({
-        time: day(1),
-        operation: 'Search',
-        binding: 'soap11',
-        client: `sha256:${i.toString(16).padStart(12, '0')}`,
-        outcome: 'ok',
-      }),
-    );
-    const result = await jsonReport([], `${[...junk, ...LINES].join('\n')}\n`);
-    expect(result.folded).toBe(1);
-    expect(result.clients.slice(0, 3).map((client) => [client.client, client.calls])).toEqual([
-      ['warehouse-app', 46],
-      [UNKNOWN, 15],
-      ['other', 1],
-    ]);
-  });
+  it(
+    'counts a configured client under its name however many unnamed callers came first, and those past the cap under ' + '"other"',
+    async () => {
+      const junk = Array.from({ length: 10_001 }, (_, i) =>
+        hitLine({
+          time: day(1),
+          operation: 'Search',
+          binding: 'soap11',
+          client: `sha256:${i.toString(16).padStart(12, '0')}`,
+          outcome: 'ok',
+        }),
+      );
+      const result = await jsonReport([], `${[...junk, ...LINES].join('\n')}\n`);
+      expect(result.folded).toBe(1);
+      expect(result.clients.slice(0, 3).map((client) => [client.client, client.calls])).toEqual([
+        ['warehouse-app', 46],
+        [UNKNOWN, 15],
+        ['other', 1],
+      ]);
+    },
+  );
 
   it('keeps calls per day only for the callers its ledger holds: those pushed out take theirs to "other"', () => {
     const collector = new HitCollector(100);
@@ -252,47 +255,53 @@ describe('the migration report', () => {
     expect([...byClient.keys()].reduce((sum, client) => sum + days(client), 0)).toBe(10_000);
   });
 
-  it('skips a hit whose client name is longer than a name can be, and cuts a long team or contact: the cap counts entries, not bytes', async () => {
-    const lines = [
-      hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'x'.repeat(300_000), outcome: 'ok' }),
-      hitLine({
-        time: day(1),
-        operation: 'Search',
-        binding: 'soap11',
-        ...WAREHOUSE,
-        team: 'T'.repeat(10_000),
-        outcome: 'ok',
-        successor: `/product.search.cp?v=3&query=${'q'.repeat(5000)}`,
-      }),
-    ];
-    const result = await jsonReport([], `${lines.join('\n')}\n`);
-    expect(result.input).toMatchObject({ hits: 1, malformed: 1 });
-    expect(result.input.skipped).toEqual([{ source: '-', line: 1, reason: 'a hit whose client is longer than 64 characters' }]);
-    expect(result.clients.map((client) => [client.client, client.team, client.operations[0]!.example])).toEqual([
-      ['warehouse-app', `${'T'.repeat(256)}…`, null],
-    ]);
-  });
+  it(
+    'skips a hit whose client name is longer than a name can be, and cuts a long team or contact: the cap counts entries, not ' + 'bytes',
+    async () => {
+      const lines = [
+        hitLine({ time: day(1), operation: 'Search', binding: 'soap11', client: 'x'.repeat(300_000), outcome: 'ok' }),
+        hitLine({
+          time: day(1),
+          operation: 'Search',
+          binding: 'soap11',
+          ...WAREHOUSE,
+          team: 'T'.repeat(10_000),
+          outcome: 'ok',
+          successor: `/product.search.cp?v=3&query=${'q'.repeat(5000)}`,
+        }),
+      ];
+      const result = await jsonReport([], `${lines.join('\n')}\n`);
+      expect(result.input).toMatchObject({ hits: 1, malformed: 1 });
+      expect(result.input.skipped).toEqual([{ source: '-', line: 1, reason: 'a hit whose client is longer than 64 characters' }]);
+      expect(result.clients.map((client) => [client.client, client.team, client.operations[0]!.example])).toEqual([
+        ['warehouse-app', `${'T'.repeat(256)}…`, null],
+      ]);
+    },
+  );
 
-  it('keeps keyless unknown callers a client of their own, apart from a client named by its address (whose hits say "anonymous")', async () => {
-    const shop = { client: 'shop', fingerprint: 'anonymous', team: 'Shop', contact: 'shop@example.com' };
-    const lines = [
-      hitLine({ time: day(1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
-      hitLine({ time: day(1, 1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
-      hitLine({ time: day(1, 2), operation: 'Search', binding: 'httpGet', ...shop, outcome: 'ok' }),
-      hitLine({ time: day(1, 3), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
-      // A key sent from the shop's addresses is the shop's; sent from elsewhere, it is an unknown caller's.
-      hitLine({ time: day(1, 4), operation: 'Search', binding: 'httpGet', ...shop, fingerprint: UNKNOWN, outcome: 'ok' }),
-      hitLine({ time: day(1, 5), operation: 'Search', binding: 'httpGet', client: UNKNOWN, outcome: 'ok' }),
-      // Schema 1 had no names: its anonymous callers stay anonymous.
-      hitLine({ time: day(1, 6), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok', schema: 1 }),
-    ];
-    const result = await jsonReport([], `${lines.join('\n')}\n`);
-    expect(result.clients.map((client) => [client.client, client.calls, client.team, client.fingerprint])).toEqual([
-      ['anonymous', 4, null, null],
-      ['shop', 2, 'Shop', UNKNOWN],
-      [UNKNOWN, 1, null, null],
-    ]);
-  });
+  it(
+    'keeps keyless unknown callers a client of their own, apart from a client named by its address (whose hits say ' + '"anonymous")',
+    async () => {
+      const shop = { client: 'shop', fingerprint: 'anonymous', team: 'Shop', contact: 'shop@example.com' };
+      const lines = [
+        hitLine({ time: day(1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+        hitLine({ time: day(1, 1), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+        hitLine({ time: day(1, 2), operation: 'Search', binding: 'httpGet', ...shop, outcome: 'ok' }),
+        hitLine({ time: day(1, 3), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok' }),
+        // A key sent from the shop's addresses is the shop's; sent from elsewhere, it is an unknown caller's.
+        hitLine({ time: day(1, 4), operation: 'Search', binding: 'httpGet', ...shop, fingerprint: UNKNOWN, outcome: 'ok' }),
+        hitLine({ time: day(1, 5), operation: 'Search', binding: 'httpGet', client: UNKNOWN, outcome: 'ok' }),
+        // Schema 1 had no names: its anonymous callers stay anonymous.
+        hitLine({ time: day(1, 6), operation: 'Search', binding: 'httpGet', client: 'anonymous', outcome: 'ok', schema: 1 }),
+      ];
+      const result = await jsonReport([], `${lines.join('\n')}\n`);
+      expect(result.clients.map((client) => [client.client, client.calls, client.team, client.fingerprint])).toEqual([
+        ['anonymous', 4, null, null],
+        ['shop', 2, 'Shop', UNKNOWN],
+        [UNKNOWN, 1, null, null],
+      ]);
+    },
+  );
 
   it('gives each operation its replacement and parameter mapping, with the paging profile of CONFIG_FILE', async () => {
     const config = join(dir, 'config.json');
@@ -351,22 +360,25 @@ describe('the migration report', () => {
     expect(result.days).toHaveLength(20);
   });
 
-  it('skips a hit naming an operation or binding the service does not have: the memory and charts of the report stay bounded by them', async () => {
-    const forged = Array.from({ length: 50 }, (_, i) =>
-      hitLine({
-        time: day(1),
-        operation: i % 2 === 0 ? `Op${i}` : 'Search',
-        binding: i % 2 === 0 ? 'soap11' : `b${i}`,
-        client: UNKNOWN,
-        outcome: 'ok',
-      }),
-    );
-    const result = await jsonReport([], `${[...forged, ...LINES].join('\n')}\n`);
-    expect(result.input.malformed).toBe(1 + forged.length);
-    expect(result.input.skipped[0]?.reason).toBe('a hit with operation "Op0"');
-    expect(result.input.skipped[1]?.reason).toBe('a hit with binding "b1"');
-    expect(result.perDay.byOperation.map((series) => series.name)).toEqual(['Search', 'ProductLookup', 'StoreLookupPaged']);
-  });
+  it(
+    'skips a hit naming an operation or binding the service does not have: the memory and charts of the report stay bounded by ' + 'them',
+    async () => {
+      const forged = Array.from({ length: 50 }, (_, i) =>
+        hitLine({
+          time: day(1),
+          operation: i % 2 === 0 ? `Op${i}` : 'Search',
+          binding: i % 2 === 0 ? 'soap11' : `b${i}`,
+          client: UNKNOWN,
+          outcome: 'ok',
+        }),
+      );
+      const result = await jsonReport([], `${[...forged, ...LINES].join('\n')}\n`);
+      expect(result.input.malformed).toBe(1 + forged.length);
+      expect(result.input.skipped[0]?.reason).toBe('a hit with operation "Op0"');
+      expect(result.input.skipped[1]?.reason).toBe('a hit with binding "b1"');
+      expect(result.perDay.byOperation.map((series) => series.name)).toEqual(['Search', 'ProductLookup', 'StoreLookupPaged']);
+    },
+  );
 
   it('skips a line longer than the longest string V8 holds as malformed, never holding it, and reads on', async () => {
     const mib = Buffer.alloc(1024 * 1024, 'x');
@@ -394,7 +406,8 @@ describe('the migration report', () => {
     expect(result.perDay.byOperation.every((series) => series.counts.length === 366)).toBe(true);
     expect(result.uncharted).toEqual({ from: '2000-01-01', to: '2098-12-30', days: 36_159, calls: 1 + HITS });
     const leftOut =
-      'Calls per day cover the last 366 days; the 36,159 days before, 2000-01-01 to 2098-12-30, with 62 calls, are counted in the totals only.';
+      'Calls per day cover the last 366 days; the 36,159 days before, 2000-01-01 to 2098-12-30, with 62 calls, are counted in the ' +
+      'totals only.';
     const table = await report([], log);
     expect(table.stdout).toContain(leftOut);
     expect(table.stdout.split('\n')[0]).toMatch(/\(36,525 days\)$/);

@@ -108,7 +108,9 @@ describe('a fresh page', () => {
       res
         .writeHead(200, { 'content-type': 'text/xml; charset=utf-8' })
         .end(
-          `<searchResultSet totalDesigns="300" totalProducts="300" startResult="0" resultLength="300" version="3" sort="by_score_desc">\n  <mainResults>\n${items}  </mainResults>\n  <searchQuery>\n    <searchString>${query}</searchString>\n  </searchQuery>\n</searchResultSet>`,
+          `<searchResultSet totalDesigns="300" totalProducts="300" startResult="0" resultLength="300" version="3" ` +
+            `sort="by_score_desc">\n  <mainResults>\n${items}  </mainResults>\n  <searchQuery>\n    ` +
+            `<searchString>${query}</searchString>\n  </searchQuery>\n</searchResultSet>`,
         );
     });
     const first = await app.search('kept');

@@ -208,7 +208,8 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     metrics?.pauses.inc({ limit: over.limit });
     log.warn(
       { event: 'upstream_key_paused', limit: over.limit, pauseMs: ms, appKey: fingerprintOf(appKey) },
-      `The upstream refused an appKey as over its ${over.limit === 'qps' ? 'QPS' : 'rate'} (403): its requests are paused for ${ms} ms across the fleet, and its calls shed meanwhile`,
+      `The upstream refused an appKey as over its ${over.limit === 'qps' ? 'QPS' : 'rate'} (403): its requests are paused for ${ms} ms ` +
+        `across the fleet, and its calls shed meanwhile`,
     );
     await shared.run(
       'budget',
@@ -254,7 +255,9 @@ function budgetMetrics(registry: Registry) {
   });
   const sheds = new Counter({
     name: 'upstream_budget_sheds_total',
-    help: 'Upstream requests not made, their calls shed with 503: source "budget", no room within upstream.budget.maxWaitMs; "upstream", the key paused after the gateway’s 403 over QPS or rate.',
+    help:
+      'Upstream requests not made, their calls shed with 503: source "budget", no room within upstream.budget.maxWaitMs; ' +
+      '"upstream", the key paused after the gateway’s 403 over QPS or rate.',
     labelNames: ['source'] as const,
     registers: [registry],
   });

@@ -163,13 +163,18 @@ export function createPageCache({ settings, shared, registry, background, log, n
 
   const results = new Counter({
     name: 'upstream_cache_results_total',
-    help: 'Upstream pages asked of the page cache, by endpoint and how each was served: hit (fresh), miss (fetched), stale (past its freshness, refreshed in the background or standing in for a failed request), revalidated (304 Not Modified), coalesced (fetched by another call or instance).',
+    help:
+      'Upstream pages asked of the page cache, by endpoint and how each was served: hit (fresh), miss (fetched), stale (past its ' +
+      'freshness, refreshed in the background or standing in for a failed request), revalidated (304 Not Modified), coalesced (fetched ' +
+      'by another call or instance).',
     labelNames: ['endpoint', 'result'] as const,
     registers: [registry],
   });
   const staleIfError = new Counter({
     name: 'upstream_cache_stale_if_error_total',
-    help: 'Stale pages served instead of a fault because the upstream failed (unreachable, timed out, 5xx, or over its budget), by endpoint.',
+    help:
+      'Stale pages served instead of a fault because the upstream failed (unreachable, timed out, 5xx, or over its budget), by ' +
+      'endpoint.',
     labelNames: ['endpoint'] as const,
     registers: [registry],
   });

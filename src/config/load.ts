@@ -79,14 +79,18 @@ export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process
   if (config.deprecation.clientIdKey === null) {
     throw new ConfigError(
       'CLIENT_ID_KEY (deprecation.clientIdKey)',
-      `${production}: it keys the fingerprints that name callers in the hits, the ledger and the metrics, so that no one who reads them can find an apiKey by trying likely ones, and every instance must name a caller alike. Make one with \`openssl rand -hex 32\` and give every instance the same.`,
+      `${production}: it keys the fingerprints that name callers in the hits, the ledger and the metrics, so that no one who reads them ` +
+        `can find an apiKey by trying likely ones, and every instance must name a caller alike. Make one with \`openssl rand -hex 32\` ` +
+        `and give every instance the same.`,
     );
   }
   const { adminPort, adminHost, adminToken } = config.server;
   if (adminPort !== null && adminToken === null && !isLoopback(adminHost)) {
     throw new ConfigError(
       'ADMIN_TOKEN (server.adminToken)',
-      `${production} and the operator listener leaves loopback (ADMIN_HOST, server.adminHost, is ${JSON.stringify(adminHost)}): /ledger and /reload would be refused to everyone. Set ADMIN_TOKEN or ADMIN_TOKEN_FILE (make one with \`openssl rand -hex 32\`), or listen on 127.0.0.1.`,
+      `${production} and the operator listener leaves loopback (ADMIN_HOST, server.adminHost, is ${JSON.stringify(adminHost)}): /ledger ` +
+        `and /reload would be refused to everyone. Set ADMIN_TOKEN or ADMIN_TOKEN_FILE (make one with \`openssl rand -hex 32\`), or ` +
+        `listen on 127.0.0.1.`,
     );
   }
 }

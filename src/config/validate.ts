@@ -20,7 +20,8 @@ function patternedKey(key: string | null, what: 'key' | 'token'): string | false
   return (
     key !== null &&
     new Set(key).size < MIN_DISTINCT_KEY_CHARACTERS &&
-    `must be a random ${what}, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with \`openssl rand -hex 32\`.`
+    `must be a random ${what}, not a repeated pattern (fewer than ${MIN_DISTINCT_KEY_CHARACTERS} different characters); make one with ` +
+      `\`openssl rand -hex 32\`.`
   );
 }
 
@@ -56,7 +57,8 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
       server.adminPort !== null &&
       server.adminPort !== 0 &&
       server.adminPort === server.port &&
-      `must differ from server.port (${server.port}): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.`,
+      `must differ from server.port (${server.port}): the operator endpoints have a listener of their own. Choose another port, or set ` +
+        `it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.`,
   ],
   ['deprecation.clientIdKey', ({ deprecation }) => patternedKey(deprecation.clientIdKey, 'key')],
   ['redis.secret', ({ redis }) => patternedKey(redis.secret, 'key')],
@@ -67,7 +69,8 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
     ({ server }) =>
       server.operatorOnServicePort.includes('/ledger') &&
       server.adminToken === null &&
-      'names "/ledger", which needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE) on the service\'s port: set one, or leave "/ledger" to the operator listener.',
+      'names "/ledger", which needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE) on the service\'s port: set one, or leave ' +
+        '"/ledger" to the operator listener.',
   ],
   ['clients', ({ clients }) => clientsProblem(clients)],
   [
@@ -75,14 +78,16 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
     ({ clients, deprecation }) =>
       deprecation.clientIdKey === null &&
       clients.some(({ fingerprints }) => fingerprints.length > 0) &&
-      'list fingerprints, which need deprecation.clientIdKey: without it each process keys the fingerprints with a random key of its own, which no listed fingerprint matches.',
+      'list fingerprints, which need deprecation.clientIdKey: without it each process keys the fingerprints with a random key of its ' +
+        'own, which no listed fingerprint matches.',
   ],
   [
     'server.trustProxy',
     ({ server, clients }) =>
       server.trustProxy === true &&
       clients.some(({ addresses }) => addresses.length > 0) &&
-      'must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
+      'must be the number of proxies in front of the proxy (e.g. 1), not true, when a client of the clients table is known by its ' +
+        'addresses: with true the address is the first entry of X-Forwarded-For, which any caller can write.',
   ],
   ['brownouts', ({ brownouts, clients }) => brownoutsProblem(brownouts, clients)],
   [
@@ -155,7 +160,10 @@ function brownoutsProblem(brownouts: Settings['brownouts'], clients: Settings['c
       continue;
     }
     if (durationMinutes * 60_000 >= REPEAT_PERIOD_MS[repeat])
-      return `${entry} must last less than the ${repeat === 'daily' ? 'day' : 'week'} it repeats in (${REPEAT_PERIOD_MS[repeat] / 60_000} minutes).`;
+      return (
+        `${entry} must last less than the ${repeat === 'daily' ? 'day' : 'week'} it repeats in ` +
+        `(${REPEAT_PERIOD_MS[repeat] / 60_000} minutes).`
+      );
     if (until !== null && Date.parse(until) < Date.parse(start)) return `${entry} has until earlier than its start.`;
   }
   return false;

@@ -36,7 +36,9 @@ export interface DeprecationHit {
   readonly replacement: UpstreamPath | '';
   /** The `.cp` request that replaces this call, appKey left out; null when the call was not translated. */
   readonly successor: string | null;
-  /** The path that answered: the translation, the legacy origin as it is, or one of them with the other shadowing (docs/migration.md §6). */
+  /**
+   * The path that answered: the translation, the legacy origin as it is, or one of them with the other shadowing (docs/migration.md §6).
+   */
   readonly route: RouteName;
   /**
    * `shed`: refused with 503 because `server.maxConcurrentCalls` were in flight (`reason` null) or the
@@ -179,7 +181,9 @@ export function createHitRecorder(
 ): HitRecorder {
   const calls = new Counter({
     name: 'legacy_calls_total',
-    help: 'Calls of deprecated legacy operations, by operation, binding, outcome and client (configured clients by name, everyone else as other).',
+    help:
+      'Calls of deprecated legacy operations, by operation, binding, outcome and client (configured clients by name, everyone else ' +
+      'as other).',
     labelNames: ['operation', 'binding', 'outcome', 'client'] as const,
     registers: [registry],
   });

@@ -57,7 +57,9 @@ export function createUpstreamHealth({ probe, intervalMs, registry, now = Date.n
   const gauges = [
     new Gauge({
       name: 'upstream_up',
-      help: 'Whether the .cp upstream answered the last request or probe (1) or could not be reached in time (0); absent until either has told.',
+      help:
+        'Whether the .cp upstream answered the last request or probe (1) or could not be reached in time (0); absent until either ' +
+        'has told.',
       registers: [],
       collect() {
         this.set(state.up ? 1 : 0);

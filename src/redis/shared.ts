@@ -190,7 +190,9 @@ const REFUSAL_LOG_INTERVAL_MS = 60_000;
 function refuser(registry: Registry, log: SharedLog): Shared['refuse'] {
   const refused = new Counter({
     name: 'redis_values_refused_total',
-    help: 'Values read back from Redis and not used: not sealed by this fleet (forged, altered or moved), or outside what the configuration allows (bounds).',
+    help:
+      'Values read back from Redis and not used: not sealed by this fleet (forged, altered or moved), or outside what the ' +
+      'configuration allows (bounds).',
     labelNames: ['use', 'reason'],
     registers: [registry],
   });
@@ -202,7 +204,8 @@ function refuser(registry: Registry, log: SharedLog): Shared['refuse'] {
     lastSaid = now;
     log.warn(
       { event: 'redis_value_refused', use, reason, key },
-      `A value read from Redis was refused (${reason}): it was not used. Something other than this fleet writes to Redis, or instances hold different secrets.`,
+      `A value read from Redis was refused (${reason}): it was not used. Something other than this fleet writes to Redis, or instances ` +
+        `hold different secrets.`,
     );
   };
 }

@@ -68,7 +68,8 @@ function clientsTable(clients: readonly ClientReport[]): string {
       `<tr><td>${htmlEncode(client.client)}</td><td>${htmlEncode(client.team ?? '')}</td><td ` +
       `class="n">${formatCount(client.calls)}</td><td class="n">${formatCount(client.faults)}</td>` +
       `<td>${formatTime(client.firstSeen)}</td><td>${formatTime(client.lastSeen)}</td><td ` +
-      `class="${client.trend?.direction ?? 'muted'}">${htmlEncode(trendText(client.trend))}</td><td><code>${sparkline(client.recentDays)}</code></td></tr>`,
+      `class="${client.trend?.direction ?? 'muted'}">${htmlEncode(trendText(client.trend))}</td>` +
+      `<td><code>${sparkline(client.recentDays)}</code></td></tr>`,
   );
   return table(['client', 'team', 'calls', 'faults', 'first seen', 'last seen', 'trend', 'last 14 days'], [2, 3], rows);
 }
@@ -102,7 +103,8 @@ function clientSection(client: ClientReport): string {
 function replacementSection(replacement: Replacement): string {
   const rows = replacement.mapping.map(
     (line) =>
-      `<tr><td><code>${htmlEncode(line.legacy)}</code></td><td><code>${htmlEncode(line.replacement)}</code></td><td>${htmlEncode(line.note)}</td></tr>`,
+      `<tr><td><code>${htmlEncode(line.legacy)}</code></td><td><code>${htmlEncode(line.replacement)}</code></td>` +
+      `<td>${htmlEncode(line.note)}</td></tr>`,
   );
   return [
     `<h3>${htmlEncode(replacement.operation)} → <code>${htmlEncode(replacement.replacement)}</code></h3>`,

@@ -70,7 +70,8 @@ function compactView(page: CompactDocument, shape: ItemsShape): PageView<Buffer>
     withItems(items, offset) {
       const item = container as NonNullable<typeof container>;
       const counters = countersFor(items.length, offset);
-      const rootTag = `<${page.rootName}${attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('')}>`;
+      const attributeText = attributes.map(([key, value]) => ` ${key}="${Object.hasOwn(counters, key) ? counters[key] : value}"`).join('');
+      const rootTag = `<${page.rootName}${attributeText}>`;
       // Its start tag without `>` or ` />`, which depend on whether items follow.
       const open = bytes.subarray(item.start, item.startTagEnd - (item.empty ? 3 : 1));
       const content = items.length === 0 ? [open, EMPTY_END] : [open, GT, ...items, Buffer.from(`</${shape.items}>`)];

@@ -93,7 +93,9 @@ export function translateContext(config: Pick<Config, 'upstream' | 'paging' | 'm
   return { upstream: config.upstream, paging: config.paging, mapping: config.mapping, captions: captionIndex(config.mapping.merchandise) };
 }
 
-/** The replacement endpoint `path` as a translator sees it; windows and lists are asked only of a paged one (the table's types see to it). */
+/**
+ * The replacement endpoint `path` as a translator sees it; windows and lists are asked only of a paged one (the table's types see to it).
+ */
 export function targetOf(path: UpstreamPath, apiKey: string | null, context: TranslateContext): PagedTarget<Plan> {
   const universal: [string, string][] = [['v', context.upstream.version]];
   const appKey = upstreamAppKey(apiKey, context.upstream);

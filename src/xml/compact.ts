@@ -122,7 +122,10 @@ export function ownedPage(page: Page): Page {
   return { ...page, bytes };
 }
 
-/** The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes as U+FFFD (as undici's `body.text()`). */
+/**
+ * The text of a page as the upstream client decodes a body that is not compact: UTF-8, a leading byte order mark dropped, malformed bytes
+ * as U+FFFD (as undici's `body.text()`).
+ */
 export function decodeBody(body: Uint8Array | readonly Uint8Array[]): string {
   const bytes = body instanceof Uint8Array ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : Buffer.concat(body);
   const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;

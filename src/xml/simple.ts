@@ -32,7 +32,8 @@ const quoted = (capture: boolean): string => {
 
 /** The declaration saxes accepts, in its plainest forms. */
 const DECLARATION = new RegExp(
-  `<\\?xml${WHITE}+version=(["'])1\\.0\\1(?:${WHITE}+encoding=(["'])[A-Za-z][A-Za-z0-9._-]*\\2)?(?:${WHITE}+standalone=(["'])(?:yes|no)\\3)?${WHITE}*\\?>`,
+  `<\\?xml${WHITE}+version=(["'])1\\.0\\1(?:${WHITE}+encoding=(["'])[A-Za-z][A-Za-z0-9._-]*\\2)?` +
+    `(?:${WHITE}+standalone=(["'])(?:yes|no)\\3)?${WHITE}*\\?>`,
   'y',
 );
 /** A start tag: its name, its attributes (to be split by ATTRIBUTE), and `/` when it is empty. */

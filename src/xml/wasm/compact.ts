@@ -176,7 +176,10 @@ function sameBytes(a: usize, b: usize, length: usize): bool {
 function escapeLength(p: usize, end: usize, quote: bool): usize {
   if (p + 3 <= end && at(p + 2) == 0x3b && (at(p) == 0x6c || at(p) == 0x67) && at(p + 1) == 0x74) return 3; // lt; gt;
   if (p + 4 <= end && at(p) == 0x61 && at(p + 1) == 0x6d && at(p + 2) == 0x70 && at(p + 3) == 0x3b) return 4; // amp;
-  if (quote && p + 5 <= end && at(p) == 0x71 && at(p + 1) == 0x75 && at(p + 2) == 0x6f && at(p + 3) == 0x74 && at(p + 4) == 0x3b) return 5; // quot;
+  // quot;
+  if (quote && p + 5 <= end && at(p) == 0x71 && at(p + 1) == 0x75 && at(p + 2) == 0x6f && at(p + 3) == 0x74 && at(p + 4) == 0x3b) {
+    return 5;
+  }
   return 0;
 }
 
@@ -316,10 +319,15 @@ export function compact(rootLength: i32, length: i32): i32 {
           const attributeStart = p;
           p = nameEnd(p, end);
           const attributeLength = p - attributeStart;
-          if (attributeLength >= 5 && at(attributeStart) == 0x78 && at(attributeStart + 1) == 0x6d && at(attributeStart + 2) == 0x6c && at(attributeStart + 3) == 0x6e && at(attributeStart + 4) == 0x73) return REJECT; // xmlns
+          // xmlns
+          if (
+            attributeLength >= 5 && at(attributeStart) == 0x78 && at(attributeStart + 1) == 0x6d && at(attributeStart + 2) == 0x6c &&
+            at(attributeStart + 3) == 0x6e && at(attributeStart + 4) == 0x73
+          ) return REJECT;
           for (let k: i32 = 0; k < attributes; k++) {
             const at_ = <usize>k << 2;
-            if (<usize>load<i32>(ATTRIBUTE_LENGTH + at_) == attributeLength && sameBytes(<usize>load<i32>(ATTRIBUTE_START + at_), attributeStart, attributeLength)) return REJECT;
+            const sameLength = <usize>load<i32>(ATTRIBUTE_LENGTH + at_) == attributeLength;
+            if (sameLength && sameBytes(<usize>load<i32>(ATTRIBUTE_START + at_), attributeStart, attributeLength)) return REJECT;
           }
           if (attributes == MAX_ATTRIBUTES) return REJECT;
           store<i32>(ATTRIBUTE_START + (<usize>attributes << 2), <i32>attributeStart);
