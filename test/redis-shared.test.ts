@@ -1,4 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { PROCESS_KEY } from '../src/clients/process-key.js';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,11 +68,31 @@ describe('hashOf, for key parts that hold an appKey', () => {
     const keyed = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const again = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const unkeyed = createShared(settings(null), new Registry(), quiet);
-    expect(keyed.hashOf('app-key-1')).toBe(createHmac('sha256', FLEET_KEY).update('app-key-1').digest('hex'));
+    expect(keyed.hashOf('app-key-1')).toMatch(/^[0-9a-f]{64}$/);
     expect(again.hashOf('app-key-1')).toBe(keyed.hashOf('app-key-1'));
+    expect(keyed.hashOf('app-key-1')).not.toBe(unkeyed.hashOf('app-key-1'));
     // Without a secret the process's own random key: a plain SHA-256 of a 6-digit key is reversed in a second.
-    expect(unkeyed.hashOf('app-key-1')).toBe(createHmac('sha256', PROCESS_KEY).update('app-key-1').digest('hex'));
     expect(unkeyed.hashOf('app-key-1')).not.toBe(createHash('sha256').update('app-key-1').digest('hex'));
+    for (const key of [FLEET_KEY, PROCESS_KEY]) {
+      expect(unkeyed.hashOf('app-key-1')).not.toBe(createHmac('sha256', key).update('app-key-1').digest('hex'));
+    }
+  });
+
+  // A caller chooses the text hashed (its apiKey names the budget and pause keys, the refused-keys
+  // members), and whoever can read Redis reads the hash: were it the seal's HMAC under the same key,
+  // an apiKey spelling `length ‖ Redis key ‖ value` would have the proxy seal that value for that key.
+  it('is never a seal: a caller who can read Redis cannot have the proxy sign a value of its choosing', () => {
+    const quiet = { warn: () => {}, info: () => {} };
+    const shared = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
+    const key = 'test:ledger:v2:entry:0123456789abcdef0123456789abcdef';
+    const value = Buffer.from('{"client":"acme","calls":31337}');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(Buffer.byteLength(key));
+    const apiKey = Buffer.concat([length, Buffer.from(key), value]).toString('utf8');
+    const forged = Buffer.concat([Buffer.from(shared.hashOf(apiKey), 'hex'), value]);
+    expect(shared.seal.open(key, forged)).toBeNull();
+    // Nor does a budget key's name give away the caller's fingerprint in the ledger.
+    expect(shared.hashOf('app-key-1').slice(0, 12)).not.toBe(clientFingerprint('app-key-1', FLEET_KEY).slice('hmac:'.length));
   });
 });
 

@@ -3,7 +3,7 @@ import { Redis, ReplyError } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { PROCESS_KEY } from '../clients/process-key.js';
 import type { Config } from '../config/schema.js';
-import { createSeal, type Seal } from './seal.js';
+import { createSeal, subkey, type Seal } from './seal.js';
 
 /**
  * The fleet's shared state (docs/fleet.md): one Redis connection for the page cache, the budget, the
@@ -84,7 +84,9 @@ export function createShared(
   secret: string | null = null,
 ): Shared {
   const key = secret ?? PROCESS_KEY;
-  const hashOf = (text: string): string => createHmac('sha256', key).update(text).digest('hex');
+  // Not the seal's key, nor the fingerprints': a hash shows in Redis's key names (src/redis/seal.ts, subkey).
+  const hashKey = subkey(key, 'key-hash');
+  const hashOf = (text: string): string => createHmac('sha256', hashKey).update(text).digest('hex');
   const seal = createSeal(key);
   const refuse = refuser(registry, log);
   const fallbacks = new Counter({
