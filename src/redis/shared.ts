@@ -68,6 +68,28 @@ export function scriptCommands<C>(
   };
 }
 
+/**
+ * GET of a value read back bounded: KEYS the value; ARGV its largest length. Gives the value, nothing
+ * (false: no such key), or, for a value too large or not a string, its length (-1: not a string), so
+ * that a value Redis holds is refused inside Redis and never sent: read whole, a large one outlasts
+ * `redis.commandTimeoutMs` and the instance takes Redis for down.
+ */
+const BOUNDED_GET = `
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' then return false end
+if kind ~= 'string' then return -1 end
+local length = redis.call('STRLEN', KEYS[1])
+if length > tonumber(ARGV[1]) then return length end
+return redis.call('GET', KEYS[1])
+`;
+
+/** What `boundedGetBuffer` gives: the value, null (none), or the length of one refused unread (-1: not a string). */
+export type BoundedValue = Buffer | null | number;
+
+export const boundedReads = scriptCommands<{ boundedGetBuffer(key: string, largest: number): Promise<BoundedValue> }>({
+  boundedGet: { keys: 1, lua: BOUNDED_GET },
+});
+
 const TRIAL_INTERVAL_MS = 1000;
 
 /** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
