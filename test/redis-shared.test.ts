@@ -3,7 +3,9 @@ import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { PROCESS_KEY } from '../src/clients/process-key.js';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRefusedKeys } from '../src/cache/refused-keys.js';
 import { createShared, type Shared, type SharedLog } from '../src/redis/shared.js';
+import { Redis } from 'ioredis';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 
@@ -191,6 +193,32 @@ describe.skipIf(skipClientSuite(redisInstalled))('with a real redis-server', () 
     } finally {
       await shared.close();
       await guarded.stop();
+    }
+  });
+  it('refused-keys: a member that is no keyed hash is dropped inside Redis, never sent; the hashes are still read', async () => {
+    const registry = new Registry();
+    const log = recordingLog();
+    const shared = createShared(settings(redis.url), registry, log, `${'k'.repeat(32)}fleet`);
+    const client = new Redis(redis.url);
+    const refused = createRefusedKeys({ shared, memoryMs: () => 60_000, active: () => true, now: Date.now });
+    try {
+      await until(() => shared.available(), 5000);
+      const hash = shared.hashOf('revoked-key');
+      const until_ = Date.now() + 30_000;
+      // 8 MB in one member: ten thousand such would be 80 GB read by every instance, once a second.
+      await client.zadd('test:refused-keys', until_, hash, until_, 'x'.repeat(8 * 1024 * 1024));
+      const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await client.info('stats'))?.[1]);
+      const before = await sent();
+      await until(() => refused.has(hash), 5000);
+      expect((await sent()) - before).toBeLessThan(1024 * 1024);
+      expect(refused.size).toBe(1);
+      expect(log.lines.filter((line) => line.fields.event === 'redis_value_refused')).toMatchObject([
+        { fields: { use: 'cache', reason: 'bounds', key: 'test:refused-keys' } },
+      ]);
+    } finally {
+      refused.close();
+      client.disconnect();
+      await shared.close();
     }
   });
 });
