@@ -227,7 +227,11 @@ describe('the operator token in the configuration', () => {
       () => ({ ADMIN_TOKEN_FILE: file('two', `${TOKEN}\n\n`) }),
       'ADMIN_TOKEN_FILE (server.adminToken) must be visible ASCII characters without spaces',
     ],
-    ['a repeated pattern', { ADMIN_TOKEN: 'ab'.repeat(20) }, 'server.adminToken must be a random token, not a repeated pattern'],
+    [
+      'a repeated pattern',
+      { ADMIN_TOKEN: 'ab'.repeat(20) },
+      'ADMIN_TOKEN (server.adminToken) must be a random token, not a repeated pattern',
+    ],
   ])('refuses %s, naming the variable and never quoting the token', (_case, env, message) => {
     const attempt = () => loadConfig(typeof env === 'function' ? env() : env);
     expect(attempt).toThrow(message);
