@@ -83,6 +83,31 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     }
   }
 
+  it('a value larger than any page under a page key is refused inside Redis: never sent, Redis not taken for down', async () => {
+    const [a, b] = await fleet();
+    const first = await a.search('dog');
+    await until('the page in Redis', async () => (await keysInRedis()).keys.some((key) => key.startsWith('fleet-test:page:')));
+    const client = new Redis(redis.url);
+    const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await client.info('stats'))?.[1]);
+    try {
+      const [key] = (await client.keys('fleet-test:page:*')) as [string];
+      // 64 MB: upstream.maxResponseBytes is 4 MB. Read whole, it outlasted redis.commandTimeoutMs and
+      // the instance took Redis for down (a warning, the fleet's state dropped) each time it was asked.
+      await client.set(key, Buffer.alloc(64 * 1024 * 1024, 0x41), 'PX', 600_000);
+      const before = await sent();
+      const second = await b.search('dog');
+      expect(second.status).toBe(200);
+      expect(second.body).toBe(first.body);
+      expect(pagesOf(second)).toEqual(only('miss'));
+      expect((await sent()) - before).toBeLessThan(1024 * 1024);
+    } finally {
+      client.disconnect();
+    }
+    expect(await b.metric('redis_up')).toBe(1);
+    expect(b.lines.filter((line) => line.event === 'redis_unavailable')).toEqual([]);
+    expect(b.lines.filter((line) => line.event === 'redis_value_refused')).toMatchObject([{ use: 'cache', reason: 'bounds' }]);
+  });
+
   it('a page one instance fetched is a hit on the other; Redis holds it under a hash, no appKey in clear', async () => {
     const [a, b] = await fleet();
     const first = await a.search('dog', 'secret-app-key-1');

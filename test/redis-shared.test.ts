@@ -1,8 +1,11 @@
 import { createHash, createHmac } from 'node:crypto';
+import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { PROCESS_KEY } from '../src/clients/process-key.js';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRefusedKeys } from '../src/cache/refused-keys.js';
 import { createShared, type Shared, type SharedLog } from '../src/redis/shared.js';
+import { Redis } from 'ioredis';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { REDIS_MISSING, redisInstalled, startRedis, type RedisServer } from './support/redis.js';
 
@@ -67,11 +70,31 @@ describe('hashOf, for key parts that hold an appKey', () => {
     const keyed = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const again = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
     const unkeyed = createShared(settings(null), new Registry(), quiet);
-    expect(keyed.hashOf('app-key-1')).toBe(createHmac('sha256', FLEET_KEY).update('app-key-1').digest('hex'));
+    expect(keyed.hashOf('app-key-1')).toMatch(/^[0-9a-f]{64}$/);
     expect(again.hashOf('app-key-1')).toBe(keyed.hashOf('app-key-1'));
+    expect(keyed.hashOf('app-key-1')).not.toBe(unkeyed.hashOf('app-key-1'));
     // Without a secret the process's own random key: a plain SHA-256 of a 6-digit key is reversed in a second.
-    expect(unkeyed.hashOf('app-key-1')).toBe(createHmac('sha256', PROCESS_KEY).update('app-key-1').digest('hex'));
     expect(unkeyed.hashOf('app-key-1')).not.toBe(createHash('sha256').update('app-key-1').digest('hex'));
+    for (const key of [FLEET_KEY, PROCESS_KEY]) {
+      expect(unkeyed.hashOf('app-key-1')).not.toBe(createHmac('sha256', key).update('app-key-1').digest('hex'));
+    }
+  });
+
+  // A caller chooses the text hashed (its apiKey names the budget and pause keys, the refused-keys
+  // members), and whoever can read Redis reads the hash: were it the seal's HMAC under the same key,
+  // an apiKey spelling `length ‖ Redis key ‖ value` would have the proxy seal that value for that key.
+  it('is never a seal: a caller who can read Redis cannot have the proxy sign a value of its choosing', () => {
+    const quiet = { warn: () => {}, info: () => {} };
+    const shared = createShared(settings(null), new Registry(), quiet, FLEET_KEY);
+    const key = 'test:ledger:v2:entry:0123456789abcdef0123456789abcdef';
+    const value = Buffer.from('{"client":"acme","calls":31337}');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(Buffer.byteLength(key));
+    const apiKey = Buffer.concat([length, Buffer.from(key), value]).toString('utf8');
+    const forged = Buffer.concat([Buffer.from(shared.hashOf(apiKey), 'hex'), value]);
+    expect(shared.seal.open(key, forged)).toBeNull();
+    // Nor does a budget key's name give away the caller's fingerprint in the ledger.
+    expect(shared.hashOf('app-key-1').slice(0, 12)).not.toBe(clientFingerprint('app-key-1', FLEET_KEY).slice('hmac:'.length));
   });
 });
 
@@ -170,6 +193,32 @@ describe.skipIf(skipClientSuite(redisInstalled))('with a real redis-server', () 
     } finally {
       await shared.close();
       await guarded.stop();
+    }
+  });
+  it('refused-keys: a member that is no keyed hash is dropped inside Redis, never sent; the hashes are still read', async () => {
+    const registry = new Registry();
+    const log = recordingLog();
+    const shared = createShared(settings(redis.url), registry, log, `${'k'.repeat(32)}fleet`);
+    const client = new Redis(redis.url);
+    const refused = createRefusedKeys({ shared, memoryMs: () => 60_000, active: () => true, now: Date.now });
+    try {
+      await until(() => shared.available(), 5000);
+      const hash = shared.hashOf('revoked-key');
+      const until_ = Date.now() + 30_000;
+      // 8 MB in one member: ten thousand such would be 80 GB read by every instance, once a second.
+      await client.zadd('test:refused-keys', until_, hash, until_, 'x'.repeat(8 * 1024 * 1024));
+      const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await client.info('stats'))?.[1]);
+      const before = await sent();
+      await until(() => refused.has(hash), 5000);
+      expect((await sent()) - before).toBeLessThan(1024 * 1024);
+      expect(refused.size).toBe(1);
+      expect(log.lines.filter((line) => line.fields.event === 'redis_value_refused')).toMatchObject([
+        { fields: { use: 'cache', reason: 'bounds', key: 'test:refused-keys' } },
+      ]);
+    } finally {
+      refused.close();
+      client.disconnect();
+      await shared.close();
     }
   });
 });

@@ -75,6 +75,9 @@ export function sealEntry(seal: Seal, redisKey: string, page: CachedPage): Buffe
 
 const refused = (reason: RefusedValue): OpenedEntry => ({ kind: 'refused', reason });
 
+/** The most bytes a stored page of at most `maxPageBytes` takes: a larger value is not read from Redis. */
+export const largestEntry = (maxPageBytes: number): number => SEAL_BYTES + LENGTH_BYTES + MAX_HEADER_BYTES + maxPageBytes;
+
 /**
  * The page stored under `redisKey`, or why it is refused: `forged` when the fleet did not seal it for
  * that key, `bounds` when it is larger than any page may be, or cannot be read as one now (another
@@ -83,7 +86,7 @@ const refused = (reason: RefusedValue): OpenedEntry => ({ kind: 'refused', reaso
  */
 export function openEntry(seal: Seal, redisKey: string, stored: Buffer, bounds: EntryBounds): OpenedEntry {
   // Before the MAC, which would read all of it.
-  if (stored.length > SEAL_BYTES + LENGTH_BYTES + MAX_HEADER_BYTES + bounds.maxPageBytes) return refused('bounds');
+  if (stored.length > largestEntry(bounds.maxPageBytes)) return refused('bounds');
   const value = seal.open(redisKey, stored);
   if (value === null) return refused('forged');
   const header = headerOf(value);

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Shared } from '../redis/shared.js';
+import { scriptCommands, type Shared } from '../redis/shared.js';
 
 /**
  * The appKeys the upstream refused lately, by their keyed hash (Shared.hashOf): in this instance's
@@ -35,6 +35,35 @@ const MAX_REFUSED_KEYS = 10_000;
 /** How often the fleet's set is read. */
 const SYNC_INTERVAL_MS = 1000;
 
+/** A member is a keyed hash (Shared.hashOf): 64 hex digits. */
+const HASH_LENGTH = 64;
+
+/**
+ * KEYS the set; ARGV now, the most members read, a member's length. Drops the members past their
+ * date, and gives {members and scores, how many were dropped for their length}: a member of another
+ * length is no hash of the fleet's and is dropped inside Redis, never sent (ten thousand of a
+ * megabyte each would be read by every instance once a second).
+ */
+const READ_SCRIPT = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local listed = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf', 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local out, dropped = {}, 0
+for i = 1, #listed, 2 do
+  if #listed[i] == tonumber(ARGV[3]) then
+    out[#out + 1] = listed[i]
+    out[#out + 1] = listed[i + 1]
+  else
+    redis.call('ZREM', KEYS[1], listed[i])
+    dropped = dropped + 1
+  end
+end
+return {out, dropped}
+`;
+
+const commands = scriptCommands<{
+  refusedKeysRead(set: string, now: string, most: string, length: string): Promise<[string[], number]>;
+}>({ refusedKeysRead: { keys: 1, lua: READ_SCRIPT } });
+
 interface Remembered {
   /** Epoch milliseconds. */
   readonly until: number;
@@ -56,15 +85,14 @@ export function createRefusedKeys({ shared, memoryMs, active, now }: RefusedKeys
   const sync = async (): Promise<void> => {
     const at = now();
     const latest = at + memoryMs();
-    const listed = await shared.run(
+    const read = await shared.run(
       'cache',
-      async (redis) => {
-        await redis.zremrangebyscore(setKey, '-inf', at);
-        return redis.zrangebyscore(setKey, at, '+inf', 'WITHSCORES', 'LIMIT', 0, MAX_REFUSED_KEYS);
-      },
+      (redis) => commands(redis).refusedKeysRead(setKey, String(at), String(MAX_REFUSED_KEYS), String(HASH_LENGTH)),
       () => null,
     );
-    if (listed === null) return;
+    if (read === null) return;
+    const [listed, dropped] = read;
+    if (dropped > 0) shared.refuse('cache', 'bounds', setKey);
     const fleet = new Set<string>();
     for (let i = 0; i + 1 < listed.length; i += 2) {
       const hash = listed[i] as string;

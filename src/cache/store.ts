@@ -1,7 +1,8 @@
+import type { Redis } from 'ioredis';
 import type { UpstreamPath } from '../operations.js';
-import { scriptCommands, type Shared } from '../redis/shared.js';
+import { boundedReads, scriptCommands, type BoundedValue, type Shared } from '../redis/shared.js';
 import type { CompactDocument } from '../xml/compact.js';
-import { openEntry, sealEntry, type CachedPage } from './entry.js';
+import { largestEntry, openEntry, sealEntry, type CachedPage } from './entry.js';
 import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
 
 /**
@@ -123,12 +124,19 @@ const commands = scriptCommands<{ pageCacheLock(lock: string, token: string, ttl
 /** Releases a lock only if it is still this instance's (it may have expired and been taken since). */
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
+type BoundedMulti = ReturnType<Redis['multi']> & { boundedGetBuffer(key: string, largest: number): ReturnType<Redis['multi']> };
+
 export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
   const pageKey = (key: string): string => shared.key('page', key);
   const lockKey = (key: string): string => shared.key('page-lock', key);
   /** The page in `stored`, or null: refused, counted and said (at most once a minute). */
-  const read = (key: string, path: UpstreamPath, stored: Buffer | null): CachedPage | null => {
+  const largest = largestEntry(bounds.maxPageBytes);
+  const read = (key: string, path: UpstreamPath, stored: BoundedValue): CachedPage | null => {
     if (stored === null) return null;
+    if (typeof stored === 'number') {
+      shared.refuse('cache', 'bounds', pageKey(key));
+      return null;
+    }
     const opened = openEntry(shared.seal, pageKey(key), stored, {
       maxPageBytes: bounds.maxPageBytes,
       now: bounds.now(),
@@ -142,7 +150,7 @@ export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
     async get(key, path) {
       const stored = await shared.run(
         'cache',
-        (redis) => redis.getBuffer(pageKey(key)),
+        (redis) => boundedReads(redis).boundedGetBuffer(pageKey(key), largest),
         () => null,
       );
       return read(key, path, stored);
@@ -181,8 +189,10 @@ export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
         const seen = await shared.run(
           'lock',
           async (redis) => {
-            const [stored, locked] = (await redis.multi().getBuffer(pageKey(key)).exists(lockKey(key)).exec()) ?? [];
-            return { stored: (stored?.[1] as Buffer | null) ?? null, locked: locked?.[1] === 1 };
+            // The script's command is defined on the connection, and so on its transactions too.
+            const multi = boundedReads(redis).multi() as BoundedMulti;
+            const [stored, locked] = (await multi.boundedGetBuffer(pageKey(key), largest).exists(lockKey(key)).exec()) ?? [];
+            return { stored: (stored?.[1] as BoundedValue) ?? null, locked: locked?.[1] === 1 };
           },
           () => null,
         );

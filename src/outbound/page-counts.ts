@@ -1,4 +1,8 @@
-import type { Shared } from '../redis/shared.js';
+import { SEAL_BYTES } from '../redis/seal.js';
+import { boundedReads, type Shared } from '../redis/shared.js';
+
+/** A count's digits at most: no call fetches more than 10,000 pages (upstream.maxPagesPerCall). */
+const MAX_COUNT_DIGITS = 16;
 
 /**
  * How many pages each whole list had when it was last fetched, so that the next call for it can ask
@@ -67,8 +71,10 @@ export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs
       shared.run(
         'pageCounts',
         async (redis) => {
-          const stored = await redis.getBuffer(redisKey(key));
-          return (stored === null ? undefined : countIn(redisKey(key), stored, most)) ?? local.get(key, most);
+          // A count is a few digits: a larger value, or another type, is refused inside Redis, unsent.
+          const stored = await boundedReads(redis).boundedGetBuffer(redisKey(key), SEAL_BYTES + MAX_COUNT_DIGITS);
+          if (typeof stored === 'number') shared.refuse('pageCounts', 'bounds', redisKey(key));
+          return (Buffer.isBuffer(stored) ? countIn(redisKey(key), stored, most) : undefined) ?? local.get(key, most);
         },
         () => local.get(key, most),
       ),

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /**
  * Values the fleet keeps in Redis, sealed: an HMAC-SHA256 over the Redis key and the value, made with
@@ -17,13 +17,25 @@ export interface Seal {
   open(key: string, sealed: Buffer): Buffer | null;
 }
 
+/**
+ * A key of its own for each use of the fleet's secret (`use`: 'seal', 'key-hash'). The secret also keys
+ * HMACs whose input a caller chooses and whose output shows (`Shared.hashOf`, an apiKey in a budget
+ * key's name; the client fingerprint): were the seal an HMAC under the same key, an apiKey spelling
+ * `length ‖ Redis key ‖ value` would have the proxy seal that value. HKDF's first step is keyed by a
+ * fixed salt, not the secret, so no HMAC with the secret as its key gives one of these keys either.
+ */
+export function subkey(secret: string, use: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', secret, 'catalog-proxy redis', use, 32));
+}
+
 export function createSeal(secret: string): Seal {
+  const sealKey = subkey(secret, 'seal');
   const macOf = (key: string, value: Buffer): Buffer => {
     const keyBytes = Buffer.from(key, 'utf8');
     const length = Buffer.allocUnsafe(4);
     length.writeUInt32BE(keyBytes.length);
     // The key's length first: no key and value can be read as another key and value.
-    return createHmac('sha256', secret).update(length).update(keyBytes).update(value).digest();
+    return createHmac('sha256', sealKey).update(length).update(keyBytes).update(value).digest();
   };
   return {
     close: (key, value) => Buffer.concat([macOf(key, value), value]),

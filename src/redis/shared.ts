@@ -3,7 +3,7 @@ import { Redis, ReplyError } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { PROCESS_KEY } from '../clients/process-key.js';
 import type { Config } from '../config/schema.js';
-import { createSeal, type Seal } from './seal.js';
+import { createSeal, subkey, type Seal } from './seal.js';
 
 /**
  * The fleet's shared state (docs/fleet.md): one Redis connection for the page cache, the budget, the
@@ -68,6 +68,28 @@ export function scriptCommands<C>(
   };
 }
 
+/**
+ * GET of a value read back bounded: KEYS the value; ARGV its largest length. Gives the value, nothing
+ * (false: no such key), or, for a value too large or not a string, its length (-1: not a string), so
+ * that a value Redis holds is refused inside Redis and never sent: read whole, a large one outlasts
+ * `redis.commandTimeoutMs` and the instance takes Redis for down.
+ */
+const BOUNDED_GET = `
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' then return false end
+if kind ~= 'string' then return -1 end
+local length = redis.call('STRLEN', KEYS[1])
+if length > tonumber(ARGV[1]) then return length end
+return redis.call('GET', KEYS[1])
+`;
+
+/** What `boundedGetBuffer` gives: the value, null (none), or the length of one refused unread (-1: not a string). */
+export type BoundedValue = Buffer | null | number;
+
+export const boundedReads = scriptCommands<{ boundedGetBuffer(key: string, largest: number): Promise<BoundedValue> }>({
+  boundedGet: { keys: 1, lua: BOUNDED_GET },
+});
+
 const TRIAL_INTERVAL_MS = 1000;
 
 /** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
@@ -84,7 +106,9 @@ export function createShared(
   secret: string | null = null,
 ): Shared {
   const key = secret ?? PROCESS_KEY;
-  const hashOf = (text: string): string => createHmac('sha256', key).update(text).digest('hex');
+  // Not the seal's key, nor the fingerprints': a hash shows in Redis's key names (src/redis/seal.ts, subkey).
+  const hashKey = subkey(key, 'key-hash');
+  const hashOf = (text: string): string => createHmac('sha256', hashKey).update(text).digest('hex');
   const seal = createSeal(key);
   const refuse = refuser(registry, log);
   const fallbacks = new Counter({
