@@ -10,8 +10,9 @@ import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { checkProduction, loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
 import { buildApp } from '../src/server/app.js';
-import { start } from '../src/start/main.js';
+import { createOperatorLogger, start } from '../src/start/main.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
+import { logInMemory } from './support/log-check.js';
 import { rawRequest } from './support/raw-http.js';
 
 /**
@@ -177,6 +178,28 @@ describe('the Host check of the operator listener', () => {
     });
     expect(answer).toMatch(/^HTTP\/1\.[01] 421 /);
     expect(answer).not.toContain(CALLER);
+  });
+
+  it('counts every refusal and says them at most once a minute: a flood of refused requests cannot drown the log', async () => {
+    const config = loadConfig(
+      {},
+      {
+        upstream: { baseUrl: 'http://127.0.0.1:9', appKey: 'k' },
+        server: { adminPort: 0, adminToken: 'T'.repeat(8) + 'okenOfTheOperator0123456789' },
+      },
+    );
+    const { stream, lines } = logInMemory();
+    const app = await buildApp(config, { logger: createOperatorLogger('info', stream) });
+    cleanups.push(() => app.fastify.close());
+    const admin = await app.admin!.listen({ host: '127.0.0.1', port: 0 });
+    for (let i = 0; i < 50; i++) {
+      expect((await rawRequest(admin, { path: '/ledger', headers: { Host: 'evil.example' } })).status).toBe(421);
+      expect((await fetch(`${admin}/ledger`, { headers: bearer(`wrong-${i}`) })).status).toBe(401);
+    }
+    expect(lines.filter((line) => line.includes('"operator_refused"'))).toHaveLength(1);
+    const metrics = await (await fetch(`${admin}/metrics`)).text();
+    expect(metrics).toContain('operator_refused_total{reason="misdirected"} 50');
+    expect(metrics).toContain('operator_refused_total{reason="wrong_token"} 50');
   });
 
   it('leaves the service port alone: callers reach it by any name', async () => {

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { onRequestHookHandler } from 'fastify';
+import type { OperatorRefusals } from './operator-refusals.js';
 
 /**
  * The `Host` check of the operator listener (docs/security.md). A page on any site can make
@@ -9,15 +10,12 @@ import type { onRequestHookHandler } from 'fastify';
  * `server.adminHostnames`; anything else, a missing `Host` too, gets 421 and nothing of the data.
  */
 
-export function hostCheck(hostnames: readonly string[]): onRequestHookHandler {
+export function hostCheck(hostnames: readonly string[], refused: OperatorRefusals): onRequestHookHandler {
   const known: ReadonlySet<string> = new Set(hostnames.map((name) => name.toLowerCase()));
   return async (request, reply) => {
     const { host } = request.headers;
     if (answersTo(host, known)) return;
-    request.log.warn(
-      { event: 'operator_refused', reason: 'misdirected', host: host?.slice(0, MAX_SHOWN_HOST) ?? null, address: request.ip },
-      'Operator listener: a request for a Host it does not answer to (421)',
-    );
+    refused(request, { reason: 'misdirected', host: host?.slice(0, MAX_SHOWN_HOST) ?? null });
     return reply.code(421).header('content-type', 'text/plain; charset=utf-8').send('Misdirected Request\n');
   };
 }

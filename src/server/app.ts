@@ -31,6 +31,7 @@ import { createDispatcher } from './dispatcher.js';
 import { createHealth, type Health } from './health.js';
 import { send, targetReader } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
+import { createOperatorRefusals } from './operator-refusals.js';
 import { operatorGuard } from './operator-token.js';
 import { createCallServer, type CallServer } from './serve-call.js';
 import { createReloader, reloadRoute, type Reloader } from './reload.js';
@@ -232,16 +233,17 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   // Before the catch-all route, which would otherwise take these paths.
   const { host, adminHost, adminToken, adminHostnames } = config.server;
+  const refused = createOperatorRefusals(hits.registry);
   await fastify.register(probeRoutes, { health, upstream: null });
   await fastify.register(operatorDataRoutes, {
     hits,
     fleetLedger,
     paths: config.server.operatorOnServicePort,
-    guard: operatorGuard({ token: adminToken, loopback: isLoopback(host) }),
+    guard: operatorGuard({ token: adminToken, loopback: isLoopback(host), refused }),
   });
   if (admin !== null) {
-    const guard = operatorGuard({ token: adminToken, loopback: isLoopback(adminHost) });
-    admin.addHook('onRequest', hostCheck(adminHostnames));
+    const guard = operatorGuard({ token: adminToken, loopback: isLoopback(adminHost), refused });
+    admin.addHook('onRequest', hostCheck(adminHostnames, refused));
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
     await admin.register(operatorDataRoutes, { hits, fleetLedger, paths: OPERATOR_DATA_PATHS, guard });

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { OperatorRefusals } from './operator-refusals.js';
 
 /**
  * Who may read `/ledger` and `POST /reload` (docs/security.md): with `server.adminToken`,
@@ -13,10 +14,12 @@ export interface OperatorAccess {
   readonly token: string | null;
   /** Whether the listener the routes are on is reachable from this machine only. */
   readonly loopback: boolean;
+  readonly refused: OperatorRefusals;
 }
 
-export function operatorGuard({ token, loopback }: OperatorAccess): onRequestHookHandler {
-  if (token !== null) return bearerCheck(token);
+export function operatorGuard({ token, loopback, refused }: OperatorAccess): onRequestHookHandler {
+  const refuse = refuser(refused);
+  if (token !== null) return bearerCheck(token, refuse);
   // Reachable from this machine only: the Host check (admin-host.ts) keeps browsers' pages out.
   if (loopback) return async () => {};
   return async (request, reply) =>
@@ -29,7 +32,7 @@ export function operatorGuard({ token, loopback }: OperatorAccess): onRequestHoo
  * The token compared in constant time: both sides are hashed with a key of this process first, so
  * that the comparison is of two digests of one length, whatever the length or the prefix sent.
  */
-function bearerCheck(token: string): onRequestHookHandler {
+function bearerCheck(token: string, refuse: Refuse): onRequestHookHandler {
   const key = randomBytes(32);
   const digest = (text: string): Buffer => createHmac('sha256', key).update(text).digest();
   const expected = digest(token);
@@ -53,18 +56,19 @@ function bearerCheck(token: string): onRequestHookHandler {
 const BEARER = /^Bearer +(\S+) *$/i;
 const CHALLENGE = 'Bearer realm="catalog-proxy operator"';
 
-/** Refused with a small JSON body, said in the log without the header: the token sent may be nearly the right one. */
-function refuse(
+type Refuse = (
   request: FastifyRequest,
   reply: FastifyReply,
   status: 401 | 403,
   reason: string,
-  { challenge, message }: { readonly challenge?: string; readonly message: string },
-): FastifyReply {
-  request.log.warn(
-    { event: 'operator_refused', reason, path: request.routeOptions.url, address: request.ip },
-    `Operator endpoint refused (${status}, ${reason})`,
-  );
-  if (challenge !== undefined) reply.header('www-authenticate', challenge);
-  return reply.code(status).send({ status: 'refused', message });
+  answer: { readonly challenge?: string; readonly message: string },
+) => FastifyReply;
+
+/** Refused with a small JSON body, counted and said without the header: the token sent may be nearly the right one. */
+function refuser(refused: OperatorRefusals): Refuse {
+  return (request, reply, status, reason, { challenge, message }) => {
+    refused(request, { reason, path: request.routeOptions.url });
+    if (challenge !== undefined) reply.header('www-authenticate', challenge);
+    return reply.code(status).send({ status: 'refused', message });
+  };
 }
