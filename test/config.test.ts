@@ -91,6 +91,23 @@ describe('configuration validation', () => {
     );
   });
 
+  it('never shows a key in the query of a refused URL, in any case or escape (review of issue 27)', () => {
+    for (const url of [
+      'http://h.example/x?apiKey=Secret-Key-One',
+      'ftp://h.example/?x=1&APPKEY=Secret-Key-One',
+      'http://h/?ap%69Key=Secret-Key-One',
+    ]) {
+      let message = '';
+      try {
+        loadConfig({ UPSTREAM_URL: url });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/^Invalid configuration: UPSTREAM_URL/);
+      expect(message).not.toContain('Secret-Key-One');
+    }
+  });
+
   it('never shows the credentials of a refused URL', () => {
     expect(() => loadConfig({ UPSTREAM_URL: 'ftp://user:s3cret-pass@example.com/api' })).toThrow(
       'Invalid configuration: UPSTREAM_URL (upstream.baseUrl) must be an http or https URL, got "ftp://***@example.com/api".',

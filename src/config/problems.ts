@@ -14,12 +14,28 @@ export class ConfigError extends Error {
 }
 
 /**
- * `scheme://user:password@host` → `scheme://***@host`, wherever it occurs in `text`: credentials in a
- * URL never reach a log or a message. Slashes may be missing or backslashes, as `new URL` allows, and
- * a password may hold an unencoded `/`, `?` or `#`: everything up to the last `@` of the word goes.
+ * `scheme://user:password@host` → `scheme://***@host`, wherever it occurs in `text`, and the value of
+ * an `apiKey` or `appKey` parameter (any case, %-escaped or not) → `[redacted]`: credentials in a URL
+ * never reach a log or a message. Slashes may be missing or backslashes, as `new URL` allows, and a
+ * password may hold an unencoded `/`, `?` or `#`: everything up to the last `@` of the word goes.
  */
 export function redactUrl(text: string): string {
-  return text.replace(/([a-z][a-z\d+.-]*:[/\\]*)[^\s"'<>]*@/gi, '$1***@');
+  return text
+    .replace(/([a-z][a-z\d+.-]*:[/\\]*)[^\s"'<>]*@/gi, '$1***@')
+    .replace(/([?&;])([^=&#\s"'<>]+)=([^&#\s"'<>]*)/g, (pair, separator: string, name: string) =>
+      KEY_PARAMETERS.includes(decodedName(name).toLowerCase()) ? `${separator}${name}=[redacted]` : pair,
+    );
+}
+
+/** The parameters that carry a key: the legacy apiKey and the upstream's appKey. */
+const KEY_PARAMETERS = ['apikey', 'appkey'];
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 /** The formats the schema names, each saying what is wrong with a value (undefined: nothing). */
