@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { PageResult } from '../src/cache/page-cache.js';
+import type { PageSource } from '../src/cache/page-source.js';
 import { markedPage, startCachedApp, until, type CachedApp } from './support/cached-app.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { createSeal } from '../src/redis/seal.js';
@@ -69,8 +69,8 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     return instance;
   }
 
-  const pagesOf = (called: { hit: Record<string, unknown> }) => called.hit.pages as Record<PageResult, number>;
-  const only = (result: PageResult) => ({ hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0, [result]: 1 });
+  const pagesOf = (called: { hit: Record<string, unknown> }) => called.hit.pages as Record<PageSource, number>;
+  const only = (result: PageSource) => ({ hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0, [result]: 1 });
 
   async function keysInRedis(): Promise<{ keys: string[]; values: string }> {
     const client = new Redis(redis.url);
@@ -301,7 +301,7 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     expect(new Set(called.map((call) => call.body)).size).toBe(1);
     const hits = [...a.lines, ...b.lines].filter((line) => line.event === 'deprecated_call');
     expect(hits).toHaveLength(8);
-    const total = (result: PageResult): number => hits.reduce((sum, hit) => sum + (hit.pages as Record<PageResult, number>)[result], 0);
+    const total = (result: PageSource): number => hits.reduce((sum, hit) => sum + (hit.pages as Record<PageSource, number>)[result], 0);
     expect({ miss: total('miss'), coalesced: total('coalesced') }).toEqual({ miss: 1, coalesced: 7 });
   });
 

@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deadlinesOf } from '../src/cache/freshness.js';
-import { createPageCache, staleMayStandIn, type PageResult } from '../src/cache/page-cache.js';
+import { createPageCache, staleMayStandIn } from '../src/cache/page-cache.js';
+import type { PageSource } from '../src/cache/page-source.js';
 import { UpstreamBusy, UpstreamError } from '../src/errors.js';
 import { createUpstream, type Fetcher, type Upstream } from '../src/outbound/upstream.js';
 import { createShared } from '../src/redis/shared.js';
@@ -72,8 +73,8 @@ function behaviour(overrides: Partial<Behaviour> = {}): Behaviour {
   return { mode: 'ok', version: 1, headers: {}, delayMs: 0, notModifiedFor: null, ...overrides };
 }
 
-const pagesOf = (called: { hit: Record<string, unknown> }) => called.hit.pages as Record<PageResult, number>;
-const only = (result: PageResult): Record<PageResult, number> => ({ hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0, [result]: 1 });
+const pagesOf = (called: { hit: Record<string, unknown> }) => called.hit.pages as Record<PageSource, number>;
+const only = (result: PageSource): Record<PageSource, number> => ({ hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0, [result]: 1 });
 
 describe('a fresh page', () => {
   it('is served from memory: the same reply, no upstream request, the hit says hit', async () => {
@@ -419,7 +420,7 @@ describe('coalescing', () => {
     expect(calls[0]!.status).toBe(200);
     await until('64 hits', () => app.lines.filter((line) => line.event === 'deprecated_call').length === 64);
     const hits = app.lines.filter((line) => line.event === 'deprecated_call');
-    const total = (result: PageResult): number => hits.reduce((sum, hit) => sum + (hit.pages as Record<PageResult, number>)[result], 0);
+    const total = (result: PageSource): number => hits.reduce((sum, hit) => sum + (hit.pages as Record<PageSource, number>)[result], 0);
     expect({ miss: total('miss'), coalesced: total('coalesced') }).toEqual({ miss: 1, coalesced: 63 });
     expect(hits.reduce((sum, hit) => sum + (hit.upstreamRequests as number), 0)).toBe(1);
   });
@@ -459,7 +460,7 @@ describe('coalescing', () => {
 
     it('leaves without cancelling the request the others wait for', async () => {
       const upstream = slowUpstream();
-      const served: PageResult[] = [];
+      const served: PageSource[] = [];
       const fetcher = cache().fetcher(upstream.fetcher, (result) => served.push(result));
       const leader = new AbortController();
       const first = fetcher.fetch(request, leader.signal);

@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamError } from '../errors.js';
 import { UPSTREAM_ENDPOINTS, type UpstreamPath } from '../operations.js';
 import type { Exchange, Fetcher, ResponseCaching } from '../outbound/upstream.js';
+import { PAGE_SOURCES, type PageSource } from './page-source.js';
 import type { Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 import { ownedPage, type Page } from '../xml/compact.js';
@@ -33,15 +34,12 @@ import { fleetPages, MemoryPages, pageOf } from './store.js';
  * src/cache/sharing.ts allows it (an appKey the upstream has not refused lately), else under its own.
  */
 
-export const PAGE_RESULTS = ['hit', 'miss', 'stale', 'revalidated', 'coalesced'] as const;
-export type PageResult = (typeof PAGE_RESULTS)[number];
-
 export interface PageCache {
   /**
    * The upstream of one call: `foreground` (the call's own, whose requests its hit counts) fetches
    * what the cache cannot serve; `served` hears how each page was served.
    */
-  fetcher(foreground: Fetcher, served: (result: PageResult) => void): Fetcher;
+  fetcher(foreground: Fetcher, served: (result: PageSource) => void): Fetcher;
   /** Stops background refreshes and waits for what is being written. */
   close(): Promise<void>;
 }
@@ -180,7 +178,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
   });
   // Every series from the start, at 0: a rate over them is 0, not "no data".
   for (const endpoint of Object.keys(UPSTREAM_ENDPOINTS) as UpstreamPath[]) {
-    for (const result of PAGE_RESULTS) results.inc({ endpoint, result }, 0);
+    for (const result of PAGE_SOURCES) results.inc({ endpoint, result }, 0);
     staleIfError.inc({ endpoint }, 0);
   }
   new Gauge({
@@ -353,7 +351,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
     request: UpstreamRequest,
     signal: AbortSignal | undefined,
     foreground: Fetcher,
-  ): Promise<{ page: Page; result: PageResult }> {
+  ): Promise<{ page: Page; result: PageSource }> {
     const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(request);
     const key = keyOf(request, acrossKeys);
     const cached = await lookup(key, request);

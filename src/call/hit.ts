@@ -1,4 +1,4 @@
-import type { PageResult } from '../cache/page-cache.js';
+import type { PageSource } from '../cache/page-source.js';
 import type { Caller } from '../clients/directory.js';
 import type { RouteName } from '../config/schema.js';
 import type { DeprecationHit } from '../deprecation/hits.js';
@@ -20,7 +20,7 @@ export interface CallRecord {
   readonly durationMs: number;
   readonly upstreamRequests: number;
   /** How the call's pages were served (src/cache/page-cache.ts). */
-  readonly pages: Readonly<Record<PageResult, number>>;
+  readonly pages: Readonly<Record<PageSource, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
 }

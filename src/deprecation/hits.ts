@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import { levels, symbols } from 'pino';
-import type { PageResult } from '../cache/page-cache.js';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PageSource } from '../cache/page-source.js';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/binding.js';
 import { Ledger, type LedgerHit } from './ledger.js';
@@ -55,7 +55,7 @@ export interface DeprecationHit {
    * How the call's pages were served, a count for each way: `hit`, `miss`, `stale`, `revalidated`,
    * `coalesced` (src/cache/page-cache.ts). Without the cache, every page is a `miss`.
    */
-  readonly pages: Readonly<Record<PageResult, number>>;
+  readonly pages: Readonly<Record<PageSource, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
 }
@@ -137,7 +137,6 @@ export function hitLine(hit: DeprecationHit, at: number): string {
 }
 
 export interface HitRecorder {
-  readonly registry: Registry;
   /** Who called what on this instance since it started (`GET /ledger`). */
   readonly ledger: Ledger;
   /** That ledger sorted for `GET /ledger`, at most a second old. */
@@ -156,13 +155,6 @@ const SHED_WARNING_INTERVAL_MS = 10_000;
 
 /** From a cached page (5 ms) to a call that hits its deadline (the default callTimeoutMs is 30 s). */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-
-/** The metrics of one app, the process's own (CPU, memory, event loop) among them. */
-export function createRegistry(): Registry {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  return registry;
-}
 
 /** Where hits are counted besides the instance's own ledger: the fleet's (src/deprecation/fleet-ledger.ts). */
 export interface LedgerSink {
@@ -224,7 +216,6 @@ export function createHitRecorder(
   const hitLines = destinationOf(hitLog);
 
   return {
-    registry,
     ledger,
     ledgerView: cachedView(ledger, LEDGER_VIEW_MAX_AGE_MS),
     record(hit) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Registry } from 'prom-client';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { registerBrownoutGauge } from '../brownouts/gauge.js';
@@ -14,7 +15,8 @@ import { reloaded, type Reloaded } from '../config/reload.js';
 import { OPERATOR_DATA_PATHS, type Config } from '../config/schema.js';
 import { deprecationSignals } from '../deprecation/headers.js';
 import { createFleetLedger } from '../deprecation/fleet-ledger.js';
-import { createHitRecorder, createRegistry, type HitRecorder } from '../deprecation/hits.js';
+import { createHitRecorder, type HitRecorder } from '../deprecation/hits.js';
+import { createRegistry } from '../metrics/registry.js';
 import { callBindings } from '../inbound/bindings.js';
 import { errorPage, type Reply } from '../inbound/reply.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
@@ -59,6 +61,8 @@ export interface AppDependencies {
 export interface App {
   readonly fastify: FastifyInstance;
   readonly hits: HitRecorder;
+  /** The app's metrics, which the operator listener's `/metrics` serves. */
+  readonly registry: Registry;
   /**
    * The operator listener (`server.adminPort`): probes, `/metrics`, `/ledger` and `/reload`, for the
    * `Host` values it answers to; null when the port is null.
@@ -147,7 +151,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const upstreamHealth = createUpstreamHealth({
     probe: () => upstream.reachable(),
     intervalMs: config.upstream.healthCheckIntervalMs,
-    registry: hits.registry,
+    registry,
   });
   const upstream =
     deps.upstream ??
@@ -163,7 +167,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const guarded = createBudget({
     settings: () => running.upstream.budget,
     shared,
-    registry: hits.registry,
+    registry,
     log: fastify.log,
     fingerprintOf: (appKey) => clientFingerprint(appKey, config.deprecation.clientIdKey),
   }).guard(upstream);
@@ -177,11 +181,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // made anew for each configuration (`callPathFor`); a call keeps the one it started with.
   const admission = createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds);
   const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages, shared);
-  const origin = originRouting(fastify, config, budgeted, hits);
+  const origin = originRouting(fastify, config, budgeted, registry);
   const now = deps.now ?? Date.now;
   // Made whether or not cache.enabled is on, so that a reload may turn it on; a call path without it skips it.
-  const cache = pageCache(fastify, () => running, { shared, hits, background: budgeted, now });
-  registerBrownoutGauge(hits.registry, () => callPath.schedule, now);
+  const cache = pageCache(fastify, () => running, { shared, registry, background: budgeted, now });
+  registerBrownoutGauge(registry, () => callPath.schedule, now);
   const callPathFor = (current: Config): CallPathOf => {
     const schedule = scheduleOf(current);
     return {
@@ -233,10 +237,11 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   // Before the catch-all route, which would otherwise take these paths.
   const { host, adminHost, adminToken, adminHostnames } = config.server;
-  const refused = createOperatorRefusals(hits.registry);
+  const refused = createOperatorRefusals(registry);
   await fastify.register(probeRoutes, { health, upstream: null });
   await fastify.register(operatorDataRoutes, {
     hits,
+    registry,
     fleetLedger,
     paths: config.server.operatorOnServicePort,
     guard: operatorGuard({ token: adminToken, loopback: isLoopback(host), refused }),
@@ -246,7 +251,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     admin.addHook('onRequest', hostCheck(adminHostnames, refused));
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
-    await admin.register(operatorDataRoutes, { hits, fleetLedger, paths: OPERATOR_DATA_PATHS, guard });
+    await admin.register(operatorDataRoutes, { hits, registry, fleetLedger, paths: OPERATOR_DATA_PATHS, guard });
     await admin.register(reloadRoute, { reload: reloadFromSource, guard });
     fastify.addHook('onClose', async () => admin.close());
   }
@@ -254,7 +259,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // Methods fastify does not route (PROPFIND, MKCOL, …) would get its JSON 404: dispatch them too,
   // so that they get the ASMX answer to an unknown method (405 or 500, docs/wire.md §1).
   fastify.setNotFoundHandler(dispatch);
-  return { fastify, hits, admin, health, serveCall, reloadFromSource };
+  return { fastify, hits, registry, admin, health, serveCall, reloadFromSource };
 }
 
 /**
@@ -277,8 +282,8 @@ function readBodiesAsBytes(fastify: FastifyInstance): void {
 }
 
 /** Shadow and passthrough (docs/migration.md §6), closed with the app. */
-function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstream, hits: HitRecorder) {
-  const origin = createOriginRouting({ config, upstream, registry: hits.registry, log: fastify.log });
+function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstream, registry: Registry) {
+  const origin = createOriginRouting({ config, upstream, registry, log: fastify.log });
   fastify.addHook('onClose', async () => origin.close());
   return origin;
 }
@@ -290,9 +295,9 @@ function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstr
 function pageCache(
   fastify: FastifyInstance,
   settings: () => Config,
-  { shared, hits, background, now }: { shared: Shared; hits: HitRecorder; background: Upstream; now: () => number },
+  { shared, registry, background, now }: { shared: Shared; registry: Registry; background: Upstream; now: () => number },
 ): PageCache {
-  const cache = createPageCache({ settings, shared, registry: hits.registry, background, log: fastify.log, now });
+  const cache = createPageCache({ settings, shared, registry, background, log: fastify.log, now });
   fastify.addHook('onClose', async () => cache.close());
   return cache;
 }

@@ -1,3 +1,4 @@
+import type { Registry } from 'prom-client';
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
@@ -33,6 +34,7 @@ export async function probeRoutes(fastify: FastifyInstance, { health, upstream }
 
 export interface OperatorDataOptions {
   readonly hits: HitRecorder;
+  readonly registry: Registry;
   /** The fleet's ledger (`redis.url`); null: `/ledger` shows this instance's. */
   readonly fleetLedger: FleetLedger | null;
   readonly paths: readonly OperatorDataPath[];
@@ -42,12 +44,12 @@ export interface OperatorDataOptions {
 
 export async function operatorDataRoutes(
   fastify: FastifyInstance,
-  { hits, fleetLedger, paths, guard }: OperatorDataOptions,
+  { hits, registry, fleetLedger, paths, guard }: OperatorDataOptions,
 ): Promise<void> {
   if (paths.includes('/metrics')) {
     fastify.get('/metrics', async (_request, reply) => {
-      reply.header('content-type', hits.registry.contentType);
-      return hits.registry.metrics();
+      reply.header('content-type', registry.contentType);
+      return registry.metrics();
     });
   }
   if (paths.includes('/ledger')) {

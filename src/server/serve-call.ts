@@ -3,7 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission } from '../call/admission.js';
 import { startDeadline } from '../call/deadline.js';
 import { hitOf } from '../call/hit.js';
-import type { PageCache, PageResult } from '../cache/page-cache.js';
+import type { PageCache } from '../cache/page-cache.js';
+import type { PageSource } from '../cache/page-source.js';
 import type { Outcome } from '../call/outcome.js';
 import { planCall } from '../call/plan.js';
 import { credentialsRead, readCall } from '../call/read.js';
@@ -70,7 +71,7 @@ export function createCallServer(path: CallPath): CallServer {
     // so that its hit says who was turned away from what.
     const { read, failure: readFailure } = readCall(binding, serviceRequest);
     const caller = identify(credentialsRead(read).apiKey, remoteAddress);
-    const pages: Record<PageResult, number> = { hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0 };
+    const pages: Record<PageSource, number> = { hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0 };
     const record = (outcome: Outcome, { route, shed, upstreamRequests }: HowServed): void => {
       const hit = hitOf({
         requestId,
@@ -115,7 +116,7 @@ export function createCallServer(path: CallPath): CallServer {
       },
     };
     // Without the cache every page is a miss; with it, the cache says how each was served.
-    const served = (result: PageResult): void => {
+    const served = (result: PageSource): void => {
       pages[result]++;
     };
     const fetcher: Fetcher =

@@ -93,7 +93,7 @@ export async function startCachedApp(
       return { status: response.status, body, headers: response.headers, hit: hits().at(-1)! };
     },
     async metric(name, labels = {}) {
-      const metric = (await app.hits.registry.getMetricsAsJSON()).find((one) => one.name === name);
+      const metric = (await app.registry.getMetricsAsJSON()).find((one) => one.name === name);
       const value = (metric?.values as { value: number; labels: Record<string, string | number> }[] | undefined)?.find((one) =>
         Object.entries(labels).every(([label, wanted]) => String(one.labels[label]) === wanted),
       );
