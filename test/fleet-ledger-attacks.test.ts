@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { Registry } from 'prom-client';
+import { type Counter, Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleetLedger, type FleetLedger } from '../src/deprecation/fleet-ledger.js';
 import type { LedgerHit } from '../src/deprecation/ledger.js';
@@ -51,12 +51,13 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger against what 
   /** A fleet ledger of its own under `keyPrefix`, with the proxy's secret, once Redis answers. */
   async function fleetLedger(keyPrefix: string, options: { retentionDays?: number; maxEntries?: number } = {}) {
     const settings = { url: redis.url, keyPrefix, commandTimeoutMs: 2000, connectTimeoutMs: 1000 };
-    const shared = createShared(settings, new Registry(), quiet, TEST_CLIENT_ID_KEY);
+    const registry = new Registry();
+    const shared = createShared(settings, registry, quiet, TEST_CLIENT_ID_KEY);
     const ledger = createFleetLedger(shared, { retentionDays: 90, flushIntervalMs: 3_600_000, ...options }) as FleetLedger;
     opened.push({ shared, ledger });
     const deadline = Date.now() + 5000;
     while (!shared.available() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
-    return { shared, ledger };
+    return { shared, ledger, registry };
   }
 
   describe('GET /ledger over 10,000 fleet entries', () => {
@@ -132,17 +133,19 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger against what 
 
     it('skips an entry whose firstSeen is "abc", sealed as the fleet seals, counts it, and answers the rest', async () => {
       const { shared } = opened[0]!;
-      const key = `${prefix}entry:bad-first-seen`;
+      // Of a member's shape (32 hex digits): any other member is dropped before its entry is read.
+      const member = 'bad0'.repeat(8);
+      const key = `${prefix}entry:${member}`;
       const outcomes = { ok: 1, fault: 0, shed: 0, refused: 0 };
       const entry = { client: 'hmac:0000000000ab', configured: false, operation: 'Search', binding: 'httpGet', firstSeen: 'abc' };
       const record = JSON.stringify({ ...entry, lastSeen: Date.now(), calls: 1, outcomes, example: null });
-      await plant('bad-first-seen', shared.seal.close(key, Buffer.from(record)));
+      await plant(member, shared.seal.close(key, Buffer.from(record)));
       try {
         const reply = await afterRefusal('bounds', '/ledger?limit=5');
         expect(reply.status).toBe(200);
         expect(reply.json.total.entries).toBe(10_000);
       } finally {
-        await uproot('bad-first-seen');
+        await uproot(member);
       }
     }, 20_000);
 
@@ -163,13 +166,14 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger against what 
     }, 20_000);
 
     it('refuses a 50 MB value unread: /ledger stays small', async () => {
-      await plant('huge', 'x'.repeat(50 * 1024 * 1024));
+      const member = 'e'.repeat(32);
+      await plant(member, 'x'.repeat(50 * 1024 * 1024));
       try {
         const reply = await afterRefusal('bounds', '/ledger?limit=100');
         expect(reply.status).toBe(200);
         expect(reply.bytes).toBeLessThan(100_000);
       } finally {
-        await uproot('huge');
+        await uproot(member);
       }
     }, 30_000);
   });
@@ -207,6 +211,43 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger against what 
     expect(read?.all.totals.calls).toBe(10_002);
     expect(await raw.zcard('blinded:ledger:v2:unnamed')).toBe(10_000);
   }, 30_000);
+
+  it('drops a 1 MB member of `index` and of `unnamed` inside Redis: never sent, counted `bounds`, the ledger read as before', async () => {
+    const { ledger, registry } = await fleetLedger('long-member:', { maxEntries: 2 });
+    ledger.add(junkHit(1), Date.now());
+    ledger.add(junkHit(2), Date.now());
+    await ledger.flush();
+    const [index, unnamed] = ['long-member:ledger:v2:index', 'long-member:ledger:v2:unnamed'];
+    // The latest in the index; the least counted in the full summary, the next one pushed out.
+    const [inIndex, inUnnamed] = ['x'.repeat(1024 * 1024), 'y'.repeat(1024 * 1024)];
+    await raw.zadd(index, Date.now(), inIndex);
+    await raw.zadd(unnamed, 0, inUnnamed);
+    const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await raw.info('stats'))?.[1]);
+    const refused = async (): Promise<number> =>
+      (await (registry.getSingleMetric('redis_values_refused_total') as Counter).get()).values.find(
+        ({ labels }) => labels.use === 'ledger' && labels.reason === 'bounds',
+      )?.value ?? 0;
+
+    let before = await sent();
+    const read = await ledger.read();
+    expect((await sent()) - before).toBeLessThan(64 * 1024);
+    expect(read?.all.entries.map((entry) => entry.client).sort()).toEqual([junkHit(1).client, junkHit(2).client]);
+    expect(await raw.zscore(index, inIndex)).toBeNull();
+    expect(await refused()).toBe(1);
+
+    // A new unnamed caller: the 1 MB member is dropped, not handed back; the least of the fleet's is pushed out.
+    ledger.add(junkHit(3), Date.now());
+    before = await sent();
+    await ledger.flush();
+    expect((await sent()) - before).toBeLessThan(64 * 1024);
+    expect(await raw.zscore(unnamed, inUnnamed)).toBeNull();
+    expect(await raw.zcard(unnamed)).toBe(2);
+    expect(await refused()).toBe(2);
+    await ledger.flush();
+    const after = await ledger.read();
+    expect(after?.folded).toBe(1);
+    expect(after?.all.totals.calls).toBe(3);
+  });
 
   it('merges onto a forged entry from this instance’s own calls only', async () => {
     const { ledger } = await fleetLedger('forged-merge:');

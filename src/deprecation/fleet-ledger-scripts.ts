@@ -3,15 +3,53 @@ import { scriptCommands } from '../redis/shared.js';
 /**
  * The fleet ledger's Lua scripts (src/deprecation/fleet-ledger.ts). Redis never sees the fleet's
  * secret: entries are sealed and opened in Node, and the scripts only compare, store, index and count.
- * Keys an index names (an entry pushed out or past its retention) are made from `prefix` and the
- * member, and READ's keys are its arguments, not KEYS: the fleet's Redis is one server, not a cluster.
+ * Keys an index names (an entry pushed out, past its retention, or a member dropped) are made from
+ * `prefix` and the member, and READ's keys are its arguments, not KEYS: the fleet's Redis is one
+ * server, not a cluster.
  */
 
 /** What READ gives for an entry: its bytes, nothing (no such key), or the length of a value too large to read (-1: not a string). */
 export type StoredEntry = Buffer | null | number;
 
-/** What MERGE answers: 0 made already (a merge sent again), 1 changed since it was read (read again), 2 made. */
-export type MergeReply = [0] | [1] | [2] | [2, string, Buffer | null];
+/**
+ * What MERGE answers: 0 made already (a merge sent again), 1 changed since it was read (read again), 2 made,
+ * with how many members of `unnamed` were no member (MEMBER) and were dropped, and the entry pushed out, if any.
+ */
+export type MergeReply = [0] | [1] | [2, number] | [2, number, string, Buffer | null];
+
+/** What INDEX gives: the index's members, the latest first, and how many were no member (MEMBER) and were dropped. */
+export type IndexReply = [string[], number];
+
+/**
+ * Whether `member` is one the fleet writes (fleet-ledger.ts, memberOf): 32 lowercase hex digits. Any
+ * other is not the fleet's and may be of any length: it is removed inside Redis, never sent.
+ */
+const MEMBER = `
+local function wellFormed(member)
+  return #member == 32 and not string.find(member, '[^0-9a-f]')
+end
+`;
+
+/**
+ * KEYS index, unnamed; ARGV the most members read, the entries' key prefix. Gives the index's latest
+ * members and how many of those read were no member: each of those is removed (from both ZSETs, with
+ * its key), so that a member of a megabyte is never sent to every instance at each read.
+ */
+const INDEX = `${MEMBER}
+local listed = redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+local out, dropped = {}, 0
+for _, member in ipairs(listed) do
+  if wellFormed(member) then
+    out[#out + 1] = member
+  else
+    redis.call('ZREM', KEYS[1], member)
+    redis.call('ZREM', KEYS[2], member)
+    redis.call('DEL', ARGV[2] .. member)
+    dropped = dropped + 1
+  end
+end
+return {out, dropped}
+`;
 
 /** ARGV the largest value read, then the entries' keys. A value too large, or not a string, is given as its length (-1). */
 const READ = `
@@ -47,14 +85,27 @@ end
  *
  * An unnamed caller's entry is counted in a Space-Saving summary (a ZSET of counts): a new one, when
  * k are held, takes the place of the least counted and starts from its count; that entry is deleted
- * here and its value returned, for Node to open and count under `other`.
+ * here and its value returned, for Node to open and count under `other`. A least that is no member
+ * (MEMBER) is not pushed out but dropped, with its key, and counted in the answer: never returned.
  */
-const MERGE = `${TOKEN}
+const MERGE = `${TOKEN}${MEMBER}
 if redis.call('EXISTS', KEYS[4]) == 1 then return {0} end
 local largest = tonumber(ARGV[8])
 if token(KEYS[1], largest) ~= ARGV[1] then return {1} end
 local member = ARGV[5]
 local pushed = nil
+local dropped = 0
+if ARGV[6] == '1' and not redis.call('ZSCORE', KEYS[3], member) then
+  -- The least counted, if it is no member, is dropped (never returned), and the next least looked at.
+  while redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[7]) do
+    local least = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+    if wellFormed(least) then break end
+    redis.call('ZREM', KEYS[3], least)
+    redis.call('ZREM', KEYS[2], least)
+    redis.call('DEL', ARGV[9] .. least)
+    dropped = dropped + 1
+  end
+end
 if ARGV[6] == '1' then
   if redis.call('ZSCORE', KEYS[3], member) then
     redis.call('ZINCRBY', KEYS[3], ARGV[10], member)
@@ -74,8 +125,8 @@ end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[4], member)
 redis.call('SET', KEYS[4], '1', 'PX', ARGV[11])
-if pushed then return {2, pushed[1], pushed[2]} end
-return {2}
+if pushed then return {2, dropped, pushed[1], pushed[2]} end
+return {2, dropped}
 `;
 
 /** KEYS index, unnamed; ARGV the oldest lastSeen kept, the entries' key prefix, how many to drop at most. */
@@ -90,12 +141,14 @@ return #gone
 `;
 
 export interface LedgerCommands {
+  fleetLedgerIndex(index: string, unnamed: string, most: number, prefix: string): Promise<IndexReply>;
   fleetLedgerReadBuffer(largest: number, ...keys: string[]): Promise<StoredEntry[]>;
   fleetLedgerMergeBuffer(...keysAndArgs: (string | number | Buffer)[]): Promise<MergeReply>;
   fleetLedgerTrim(index: string, unnamed: string, oldest: number, prefix: string, most: number): Promise<number>;
 }
 
 export const ledgerCommands = scriptCommands<LedgerCommands>({
+  fleetLedgerIndex: { keys: 2, lua: INDEX },
   fleetLedgerRead: { keys: 0, lua: READ },
   fleetLedgerMerge: { keys: 4, lua: MERGE },
   fleetLedgerTrim: { keys: 2, lua: TRIM },

@@ -110,6 +110,11 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
   let batches = 0;
   let flushing: Promise<void> | null = null;
 
+  /** Members of `index` or `unnamed` that were no member of this fleet's, dropped inside Redis: each counted `bounds`. */
+  const refuseDropped = (key: string, dropped: number): void => {
+    for (let i = 0; i < dropped; i++) shared.refuse('ledger', 'bounds', key);
+  };
+
   /** An entry another merge pushed out of the unnamed callers' summary: its calls go to `other`, counted at the next merge. */
   const foldPushedOut = (member: string, stored: Buffer | null, now: number): void => {
     const entry = opened(keys.prefix + member, stored, now);
@@ -144,9 +149,10 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
         const [err, reply] = results[at] ?? [new Error('no reply'), null];
         if (err !== null) failed.push(item);
         else if ((reply as MergeReply)[0] === 1) changed.push(item);
-        else if ((reply as MergeReply).length === 3) {
-          const [, member, value] = reply as [2, Buffer, Buffer | null];
-          foldPushedOut(member.toString('utf8'), value, now);
+        else if ((reply as MergeReply)[0] === 2) {
+          const [, dropped, member, value] = reply as [2, number, Buffer?, (Buffer | null)?];
+          refuseDropped(keys.unnamed, dropped);
+          if (member !== undefined) foldPushedOut(member.toString('utf8'), value ?? null, now);
         }
       });
       left = changed;
@@ -202,7 +208,9 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
       async (redis) => {
         const commands = ledgerCommands(redis);
         // The latest first: past the cap (only what is not this fleet's could put more there), the oldest are left out.
-        const members = await redis.zrevrange(keys.index, 0, maxEntries + VIEW_ROOM - 1);
+        // A member that is no member of this fleet's (of any length) is dropped inside Redis, never sent.
+        const [members, dropped] = await commands.fleetLedgerIndex(keys.index, keys.unnamed, maxEntries + VIEW_ROOM, keys.prefix);
+        refuseDropped(keys.index, dropped);
         const now = Date.now();
         const read = new Map<string, { readonly stored: Buffer; readonly entry: LedgerEntry }>();
         for (let from = 0; from < members.length; from += CHUNK) {
