@@ -1,5 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
+import { PROCESS_KEY } from '../src/clients/process-key.js';
+import { createSeal } from '../src/redis/seal.js';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
@@ -368,16 +370,41 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
       const reply = await lookup(proxy.base, 'held-key');
       expect([reply.status, reply.headers.get('retry-after')]).toEqual([200, null]);
       expect(await client.exists(pause)).toBe(0);
-      // One an hour long is what a 403 may ask for: obeyed, never longer.
-      await client.set(pause, '1', 'PX', 3_600_000);
-      const paused = await lookup(proxy.base, 'held-key');
-      expect(paused.status).toBe(503);
-      expect(Number(paused.headers.get('retry-after'))).toBeLessThanOrEqual(3600);
     } finally {
       client.disconnect();
     }
     expect(upstream.requests).toHaveLength(2);
     expect(metric(await proxy.metrics(), 'redis_values_refused_total{use="budget",reason="bounds"}')).toBe(1);
+  });
+
+  it('a pause in Redis that this fleet did not seal, or an old one put back, is not obeyed: deleted, counted, the call goes out', async () => {
+    const upstream = await timedUpstream();
+    const proxy = await instance(upstream, shared({ requestsPerSecond: 2, burst: 10 }));
+    expect((await lookup(proxy.base, 'held-key')).status).toBe(200);
+    const client = new Redis(redis.url);
+    try {
+      const { pause } = await budgetKeys(client);
+      // Within the hour a 403 may ask for, but written by someone without the secret.
+      await client.set(pause, '1', 'PX', 600_000);
+      expect((await lookup(proxy.base, 'held-key')).status).toBe(200);
+      expect(await client.exists(pause)).toBe(0);
+      // Sealed as the fleet seals a pause (these instances hold the process's key): with the time it ends.
+      const seal = createSeal(PROCESS_KEY);
+      const endingAt = (at: number) => seal.close(pause, Buffer.from(String(at), 'latin1')).toString('base64');
+      // One the fleet set, ended a minute ago, put back with a fresh TTL.
+      await client.set(pause, endingAt(Date.now() - 60_000), 'PX', 600_000);
+      expect((await lookup(proxy.base, 'held-key')).status).toBe(200);
+      expect(await client.exists(pause)).toBe(0);
+      // One that holds, for ten minutes: obeyed.
+      await client.set(pause, endingAt(Date.now() + 600_000), 'PX', 600_000);
+      const paused = await lookup(proxy.base, 'held-key');
+      expect(paused.status).toBe(503);
+      expect(Number(paused.headers.get('retry-after'))).toBeGreaterThan(590);
+    } finally {
+      client.disconnect();
+    }
+    expect(upstream.requests).toHaveLength(3);
+    expect(metric(await proxy.metrics(), 'redis_values_refused_total{use="budget",reason="forged"}')).toBe(2);
   });
 
   it('a bucket in Redis set a year ahead holds the key back one burst window at most, counted', async () => {

@@ -50,24 +50,25 @@ type Verdict =
 
 /**
  * KEYS: the bucket, the pause. ARGV: the interval between requests (ms), the burst, the longest wait
- * (ms), the longest pause (ms). Returns {1, wait, refused} (a slot taken, `wait` ms from now),
- * {0, wait, refused} (none within the longest wait; the first would be `wait` ms from now) or
- * {-1, pause, 0} (the key is paused for `pause` ms).
+ * (ms), the longest pause (ms), and `1` to pass over the pause (one this instance found forged and
+ * deleted). Returns {1, wait, refused} (a slot taken, `wait` ms from now), {0, wait, refused} (none
+ * within the longest wait; the first would be `wait` ms from now) or {-1, pause, 0, value} (the key is
+ * paused for `pause` ms, by the sealed `value`, which the caller opens before it obeys: `pauseOf`).
  *
- * Neither value can carry our MAC (Lua would need the secret, which never goes to Redis), so both are
- * bounded as if written now: a pause longer than the longest one the proxy sets, or a bucket further
- * ahead than one burst window (the burst at the interval and the longest wait) or not a number, was
- * written by something else, or under another configuration. The pause is deleted and not obeyed; the
- * bucket is taken at its bound. `refused` says which: REFUSED_PAUSE + REFUSED_BUCKET, for the metric.
+ * The bucket cannot carry our MAC (the script computes it, and would need the secret, which never goes
+ * to Redis), so it is bounded as if written now: further ahead than one burst window (the burst at the
+ * interval and the longest wait) or not a number, it was written by something else, or under another
+ * configuration, and is taken at its bound. A pause longer than the longest one the proxy sets is
+ * deleted and not obeyed. `refused` says which: REFUSED_PAUSE + REFUSED_BUCKET, for the metric.
  */
 const TAKE_SCRIPT = `
 local refused = 0
-local paused = redis.call('PTTL', KEYS[2])
+local paused = ARGV[5] == '1' and 0 or redis.call('PTTL', KEYS[2])
 if paused > tonumber(ARGV[4]) then
   redis.call('DEL', KEYS[2])
   refused = 1
 elseif paused > 0 then
-  return {-1, paused, 0}
+  return {-1, paused, 0, redis.call('GET', KEYS[2])}
 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
@@ -94,9 +95,15 @@ return {1, math.ceil(wait), refused}
 const REFUSED_PAUSE = 1;
 const REFUSED_BUCKET = 2;
 
-/** KEYS: the pause. ARGV: its length (ms). A longer pause already there is kept. */
+/** KEYS: the pause. ARGV: its length (ms), its sealed value. A longer pause already there is kept. */
 const PAUSE_SCRIPT = `
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1]) end
+return 1
+`;
+
+/** KEYS: a pause. ARGV: the value found in it. Deleted only if it still holds that value. */
+const UNPAUSE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 `;
 
@@ -108,14 +115,20 @@ interface BudgetCommands {
     burst: string,
     maxWaitMs: string,
     maxPauseMs: string,
-  ): Promise<[number, number, number]>;
-  upstreamBudgetPause(pause: string, ms: string): Promise<number>;
+    passOverPause: string,
+  ): Promise<[number, number, number, string | null]>;
+  upstreamBudgetPause(pause: string, ms: string, sealed: string): Promise<number>;
+  upstreamBudgetUnpause(pause: string, found: string): Promise<number>;
 }
 
 const commands = scriptCommands<BudgetCommands>({
   upstreamBudgetTake: { keys: 2, lua: TAKE_SCRIPT },
   upstreamBudgetPause: { keys: 1, lua: PAUSE_SCRIPT },
+  upstreamBudgetUnpause: { keys: 1, lua: UNPAUSE_SCRIPT },
 });
+
+/** How far instances' clocks may differ: a pause sealed to end earlier than that ago is an old one put back. */
+const CLOCK_SKEW_MS = 5000;
 
 /** A pause is at least a second: a 403 said the key is over now, whatever its Retry-After said. */
 const MIN_PAUSE_MS = 1000;
@@ -147,25 +160,51 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)) };
   };
 
-  const takeShared = async (redis: Redis, key: string, { requestsPerSecond, burst, maxWaitMs }: Settings): Promise<Verdict> => {
+  const takeShared = async (
+    redis: Redis,
+    key: string,
+    { requestsPerSecond, burst, maxWaitMs }: Settings,
+    passOverPause = false,
+  ): Promise<Verdict> => {
     const bucket = shared.key('budget', key);
     const pauseKey = shared.key('budget-pause', key);
-    const [status, ms, refused] = await commands(redis).upstreamBudgetTake(
+    const [status, ms, refused, sealed] = await commands(redis).upstreamBudgetTake(
       bucket,
       pauseKey,
       String(1000 / requestsPerSecond),
       String(burst),
       String(maxWaitMs),
       String(MAX_PAUSE_MS),
+      passOverPause ? '1' : '0',
     );
     if ((refused & REFUSED_PAUSE) !== 0) shared.refuse('budget', 'bounds', pauseKey);
     if ((refused & REFUSED_BUCKET) !== 0) shared.refuse('budget', 'bounds', bucket);
     if (status === -1) {
-      localPauses.set(key, performance.now() + ms);
-      return { kind: 'paused', retryMs: ms };
+      const pausedMs = pauseOf(pauseKey, sealed, ms);
+      if (pausedMs === null) {
+        // Not a pause of this fleet's, or an old one put back: deleted (unless replaced meanwhile), not obeyed.
+        shared.refuse('budget', 'forged', pauseKey);
+        if (sealed !== null) await commands(redis).upstreamBudgetUnpause(pauseKey, sealed);
+        return takeShared(redis, key, { requestsPerSecond, burst, maxWaitMs }, true);
+      }
+      localPauses.set(key, performance.now() + pausedMs);
+      return { kind: 'paused', retryMs: pausedMs };
     }
     return status === 1 ? { kind: 'go', waitMs: ms } : { kind: 'full', retryMs: ms };
   };
+
+  /**
+   * How long the pause under `pauseKey` still holds: the shorter of its TTL and the end it was sealed
+   * with (give or take the instances' clocks), or null when the value is not one this fleet sealed for
+   * that key, or its end is past.
+   */
+  function pauseOf(pauseKey: string, sealed: string | null, ttlMs: number): number | null {
+    const opened = sealed === null ? null : shared.seal.open(pauseKey, Buffer.from(sealed, 'base64'));
+    const until = opened === null ? Number.NaN : Number(opened.toString('latin1'));
+    if (!Number.isSafeInteger(until)) return null;
+    const left = until - Date.now() + CLOCK_SKEW_MS;
+    return left > 0 ? Math.min(ttlMs, left) : null;
+  }
 
   /** How much longer `key` is paused on this instance's own reckoning (0: not paused). */
   function pausedFor(key: string, now = performance.now()): number {
@@ -211,9 +250,12 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
       `The upstream refused an appKey as over its ${over.limit === 'qps' ? 'QPS' : 'rate'} (403): its requests are paused for ${ms} ms ` +
         `across the fleet, and its calls shed meanwhile`,
     );
+    const pauseKey = shared.key('budget-pause', key);
+    // Sealed with its end, so that no one without the secret sets a pause, and an old one put back is refused.
+    const sealed = shared.seal.close(pauseKey, Buffer.from(String(Date.now() + ms), 'latin1')).toString('base64');
     await shared.run(
       'budget',
-      (redis) => commands(redis).upstreamBudgetPause(shared.key('budget-pause', key), String(ms)),
+      (redis) => commands(redis).upstreamBudgetPause(pauseKey, String(ms), sealed),
       () => 0,
     );
     return ms;
