@@ -28,6 +28,11 @@ const MEMBER = `
 local function wellFormed(member)
   return #member == 32 and not string.find(member, '[^0-9a-f]')
 end
+local function dropMember(index, unnamed, prefix, member)
+  redis.call('ZREM', index, member)
+  redis.call('ZREM', unnamed, member)
+  redis.call('DEL', prefix .. member)
+end
 `;
 
 /**
@@ -42,9 +47,7 @@ for _, member in ipairs(listed) do
   if wellFormed(member) then
     out[#out + 1] = member
   else
-    redis.call('ZREM', KEYS[1], member)
-    redis.call('ZREM', KEYS[2], member)
-    redis.call('DEL', ARGV[2] .. member)
+    dropMember(KEYS[1], KEYS[2], ARGV[2], member)
     dropped = dropped + 1
   end
 end
@@ -100,9 +103,7 @@ if ARGV[6] == '1' and not redis.call('ZSCORE', KEYS[3], member) then
   while redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[7]) do
     local least = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
     if wellFormed(least) then break end
-    redis.call('ZREM', KEYS[3], least)
-    redis.call('ZREM', KEYS[2], least)
-    redis.call('DEL', ARGV[9] .. least)
+    dropMember(KEYS[2], KEYS[3], ARGV[9], least)
     dropped = dropped + 1
   end
 end
