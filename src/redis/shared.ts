@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { Redis, ReplyError } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { PROCESS_KEY } from '../clients/process-key.js';
+import { onceEvery } from '../log/once-every.js';
 import type { Config } from '../config/schema.js';
 import { createSeal, subkey, type Seal } from './seal.js';
 
@@ -220,12 +221,10 @@ function refuser(registry: Registry, log: SharedLog): Shared['refuse'] {
     labelNames: ['use', 'reason'],
     registers: [registry],
   });
-  let lastSaid = Number.NEGATIVE_INFINITY;
+  const sayNow = onceEvery(REFUSAL_LOG_INTERVAL_MS);
   return (use, reason, key) => {
     refused.inc({ use, reason });
-    const now = performance.now();
-    if (now - lastSaid < REFUSAL_LOG_INTERVAL_MS) return;
-    lastSaid = now;
+    if (sayNow() === null) return;
     log.warn(
       { event: 'redis_value_refused', use, reason, key },
       `A value read from Redis was refused (${reason}): it was not used. Something other than this fleet writes to Redis, or instances ` +

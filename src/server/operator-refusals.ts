@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { Counter, type Registry } from 'prom-client';
+import { onceEvery } from '../log/once-every.js';
 
 /**
  * What the operator listener refused (a Host it does not answer, a missing or wrong token): counted
@@ -17,19 +18,14 @@ export function createOperatorRefusals(registry: Registry): OperatorRefusals {
     labelNames: ['reason'],
     registers: [registry],
   });
-  let lastSaid = Number.NEGATIVE_INFINITY;
-  /** Refusals since the last line, which the next line counts. */
-  let unsaid = 0;
+  const sayNow = onceEvery(LOG_INTERVAL_MS);
   return (request, fields) => {
     refused.inc({ reason: fields.reason });
-    unsaid++;
-    const now = performance.now();
-    if (now - lastSaid < LOG_INTERVAL_MS) return;
-    lastSaid = now;
+    const count = sayNow();
+    if (count === null) return;
     request.log.warn(
-      { event: 'operator_refused', ...fields, refused: unsaid, address: request.ip },
-      `The operator listener refused ${unsaid === 1 ? 'a request' : `${unsaid} requests`} (${fields.reason}); at most one line a minute`,
+      { event: 'operator_refused', ...fields, refused: count, address: request.ip },
+      `The operator listener refused ${count === 1 ? 'a request' : `${count} requests`} (${fields.reason}); at most one line a minute`,
     );
-    unsaid = 0;
   };
 }
