@@ -157,8 +157,9 @@ export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
     },
     async put(key, page, now) {
       const ttl = keepUntil(page) - now;
+      if (ttl <= 0) return;
       const sealed = sealEntry(shared.seal, pageKey(key), page);
-      if (ttl <= 0 || sealed === null) return;
+      if (sealed === null) return;
       await shared.run(
         'cache',
         (redis) => redis.set(pageKey(key), sealed, 'PX', ttl),

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isLoopback } from './loopback.js';
+import { adminUnguarded } from './loopback.js';
 import { ConfigError } from './problems.js';
 import { ConfigSchema, type Config } from './schema.js';
 import { validateConfig, type Json } from './validate.js';
@@ -84,8 +84,8 @@ export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process
         `and give every instance the same.`,
     );
   }
-  const { adminPort, adminHost, adminToken } = config.server;
-  if (adminPort !== null && adminToken === null && !isLoopback(adminHost)) {
+  const { adminHost } = config.server;
+  if (adminUnguarded(config.server)) {
     throw new ConfigError(
       'ADMIN_TOKEN (server.adminToken)',
       `${production} and the operator listener leaves loopback (ADMIN_HOST, server.adminHost, is ${JSON.stringify(adminHost)}): /ledger ` +

@@ -71,10 +71,11 @@ export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs
       shared.run(
         'pageCounts',
         async (redis) => {
+          const at = redisKey(key);
           // A count is a few digits: a larger value, or another type, is refused inside Redis, unsent.
-          const stored = await boundedReads(redis).boundedGetBuffer(redisKey(key), SEAL_BYTES + MAX_COUNT_DIGITS);
-          if (typeof stored === 'number') shared.refuse('pageCounts', 'bounds', redisKey(key));
-          return (Buffer.isBuffer(stored) ? countIn(redisKey(key), stored, most) : undefined) ?? local.get(key, most);
+          const stored = await boundedReads(redis).boundedGetBuffer(at, SEAL_BYTES + MAX_COUNT_DIGITS);
+          if (typeof stored === 'number') shared.refuse('pageCounts', 'bounds', at);
+          return (Buffer.isBuffer(stored) ? countIn(at, stored, most) : undefined) ?? local.get(key, most);
         },
         () => local.get(key, most),
       ),
@@ -83,7 +84,8 @@ export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs
       await shared.run(
         'pageCounts',
         async (redis) => {
-          await redis.set(redisKey(key), shared.seal.close(redisKey(key), Buffer.from(String(count), 'latin1')), 'PX', maxAgeMs);
+          const at = redisKey(key);
+          await redis.set(at, shared.seal.close(at, Buffer.from(String(count), 'latin1')), 'PX', maxAgeMs);
         },
         () => undefined,
       );

@@ -1,5 +1,6 @@
 import { BINDING_NAMES } from '../inbound/binding.js';
 import { findOperation } from '../operations.js';
+import { MAX_SUCCESSOR_LENGTH } from '../translate/plan.js';
 import { OUTCOMES, type LedgerHit, type Outcome } from '../deprecation/ledger.js';
 
 /**
@@ -82,7 +83,6 @@ const malformed = (reason: string): ReadLine => ({ kind: 'malformed', reason });
 /** A client's name or a fingerprint (schema: `clients[].name`, `hmac:` + 12 hex digits). */
 const MAX_NAME_LENGTH = 64;
 /** The proxy leaves out a successor longer than this (docs/migration.md §2): a longer one is forged. */
-const MAX_SUCCESSOR_LENGTH = 2000;
 /** A team or contact is shown, not counted: cut, like the proxy cuts caller-written text. */
 const MAX_CARD_LENGTH = 256;
 

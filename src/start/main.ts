@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { destination, pino, stdSerializers, stdTimeFunctions, type DestinationStream, type Logger } from 'pino';
 import { checkProduction, loadConfig } from '../config/load.js';
-import { isLoopback } from '../config/loopback.js';
+import { adminUnguarded } from '../config/loopback.js';
 import { ConfigError, redactUrl } from '../config/problems.js';
 import type { Config } from '../config/schema.js';
 import { startDemoUpstream, type DemoUpstream } from '../demo/upstream.js';
@@ -81,11 +81,10 @@ export async function start(
     );
   }
 
-  const { adminPort, adminHost, adminToken } = config.server;
-  if (adminPort !== null && adminToken === null && !isLoopback(adminHost)) {
+  if (adminUnguarded(config.server)) {
     logger.warn(
       { event: 'admin_token_missing', key: 'server.adminToken' },
-      `The operator listener leaves loopback (server.adminHost ${adminHost}) without server.adminToken: /ledger and /reload answer 403 ` +
+      `The operator listener leaves loopback (server.adminHost ${config.server.adminHost}) without server.adminToken: /ledger and /reload answer 403 ` +
         `to everyone until ADMIN_TOKEN or ADMIN_TOKEN_FILE is set (refused at start when NODE_ENV is "production").`,
     );
   }
