@@ -137,7 +137,7 @@ export class UpstreamError extends CallError {
 export class UpstreamOverLimit extends UpstreamError {
   /** `qps`: too many requests this second; `rate`: the plan's quota for its period is spent. */
   readonly limit: 'qps' | 'rate';
-  /** The gateway's `Retry-After`, or the default pause for the limit (src/outbound/upstream.ts). */
+  /** The gateway's `Retry-After`, or the default pause for the limit (src/outbound/failures.ts). */
   readonly retryAfterSeconds: number;
 
   constructor(failure: UpstreamFailure, limit: 'qps' | 'rate', retryAfterSeconds: number) {
@@ -158,15 +158,12 @@ export class UpstreamBusy extends CallError {
   readonly retryAfterSeconds: number;
   /** What said no: the fleet's own budget, or the upstream's 403 over QPS or rate. */
   readonly source: 'budget' | 'upstream';
-  /** Whether the upstream was asked (and answered 403): otherwise no request went out for it. */
-  readonly requested: boolean;
 
-  constructor(retryAfterSeconds: number, source: 'budget' | 'upstream', requested = false) {
+  constructor(retryAfterSeconds: number, source: 'budget' | 'upstream') {
     super(`The upstream budget of this appKey has no room for ${retryAfterSeconds} s (${source}).`);
     this.name = 'UpstreamBusy';
     this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
     this.source = source;
-    this.requested = requested;
   }
 }
 

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
-import { retryAfterSeconds } from '../src/outbound/upstream.js';
+import { retryAfterSeconds } from '../src/outbound/failures.js';
 import { buildApp } from '../src/server/app.js';
 import { CALL_BINDINGS, legacyCall } from './support/calls.js';
 import { startCachedApp } from './support/cached-app.js';
@@ -146,6 +146,28 @@ describe('without a budget (upstream.budget.requestsPerSecond null)', () => {
 });
 
 describe('with a budget, on one instance without Redis', () => {
+  it('sheds at once a call whose deadline comes before its slot, rather than waiting to time out', async () => {
+    const upstream = await timedUpstream();
+    const proxy = await instance(upstream, {
+      upstream: { callTimeoutMs: 400, budget: { requestsPerSecond: 1, burst: 1, maxWaitMs: 5000 } },
+    });
+    const product = (productNumber: string) =>
+      fetch(`${proxy.base}/index.asmx/ProductLookup?${new URLSearchParams({ productNumber, apiKey: 'k', version: '1' })}`);
+    expect((await product('1')).status).toBe(200);
+    // The next slot is a second away, past this call's 400 ms: no wait, a 503 that says when to come back.
+    const started = performance.now();
+    const shed = await product('2');
+    const tookMs = performance.now() - started;
+    expect(shed.status).toBe(503);
+    expect(Number(shed.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(tookMs).toBeLessThan(300);
+    expect(upstream.requests).toHaveLength(1);
+    expect(hitsOf(proxy.lines).map((hit) => [hit.outcome, hit.reason, hit.upstreamRequests])).toEqual([
+      ['ok', null, 1],
+      ['shed', 'budget', 0],
+    ]);
+  });
+
   it('sheds a call that gets a Mashery 403 (header or body alone) and pauses its key; any other 403 stays a fault', async () => {
     let answer: (res: ServerResponse) => void = (res) => overQps(res, '1');
     const upstream = await stub((_req, res) => answer(res));

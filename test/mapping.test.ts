@@ -103,6 +103,7 @@ describe('the planned upstream requests', () => {
   it('Search: query, appKey and v', () => {
     expect(planner.plan(call('Search', { query: 'dog', apiKey: 'K', version: '1.0' }))).toEqual({
       kind: 'single',
+      appKey: 'K',
       request: {
         path: '/product.search.cp',
         params: [
@@ -117,6 +118,7 @@ describe('the planned upstream requests', () => {
   it('ProductLookup: productId', () => {
     expect(planner.plan(call('ProductLookup', { productNumber: 1234, apiKey: null }))).toEqual({
       kind: 'single',
+      appKey: 'configured-app-key',
       request: {
         path: '/product.searchForProduct.cp',
         params: [
@@ -142,6 +144,7 @@ describe('the planned upstream requests', () => {
     );
     expect(plan).toEqual({
       kind: 'single',
+      appKey: 'K',
       request: {
         path: '/product.search.cp',
         params: [
@@ -188,6 +191,7 @@ describe('the planned upstream requests', () => {
     const plan = planner.plan(call('StoreLookup', { storeId: 'cybersprocket', productTypes: '-999' }));
     expect(plan).toMatchObject({
       kind: 'allPages',
+      appKey: 'configured-app-key',
       base: {
         path: '/product.searchForProductsOfStore.cp',
         params: [

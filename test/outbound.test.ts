@@ -4,7 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config/validate.js';
 import { UpstreamError } from '../src/errors.js';
 import { CONNECTION_CLOSED, TIMED_OUT, UNABLE_TO_CONNECT } from '../src/messages.js';
-import { createUpstream, readResponse as readBody, type Upstream, type UpstreamOutcome } from '../src/outbound/upstream.js';
+import { readResponse as readBody } from '../src/outbound/response.js';
+import { createUpstream, type Upstream, type UpstreamObservation } from '../src/outbound/upstream-client.js';
+import { fetchOptions } from './support/fetch-options.js';
 import { treeOf } from '../src/xml/compact.js';
 import type { UpstreamRequest } from '../src/translate/plan.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
@@ -143,11 +145,11 @@ async function deadPort(): Promise<number> {
  * A client for `baseUrl` with short timeouts (so nothing here can hang) and the given upstream
  * overrides; every outcome it reports is pushed onto the returned `outcomes`.
  */
-function clientFor(baseUrl: string, overrides: { [key: string]: Json } = {}): { client: Upstream; outcomes: UpstreamOutcome[] } {
+function clientFor(baseUrl: string, overrides: { [key: string]: Json } = {}): { client: Upstream; outcomes: UpstreamObservation[] } {
   const config = testConfig({
     upstream: { baseUrl, connectTimeoutMs: 1000, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, ...overrides },
   });
-  const outcomes: UpstreamOutcome[] = [];
+  const outcomes: UpstreamObservation[] = [];
   const client = createUpstream(config.upstream, (outcome) => outcomes.push(outcome));
   openClients.push(client);
   return { client, outcomes };
@@ -249,7 +251,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, SEARCH_RESULT));
       const { client } = clientFor(upstream.origin);
 
-      const root = treeOf(await client.fetch(SEARCH));
+      const root = treeOf(await client.fetch(SEARCH, fetchOptions()));
 
       expect(root.name).toBe('searchResultSet');
       expect(root.attributes.map((a) => [a.name, a.value])).toEqual(ROOT_ATTRIBUTES);
@@ -267,7 +269,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, SEARCH_RESULT));
       const { client } = clientFor(upstream.origin);
 
-      await client.fetch(SEARCH);
+      await client.fetch(SEARCH, fetchOptions());
 
       const seen = upstream.requests.map(({ method, url, headers }) => ({
         method,
@@ -284,7 +286,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, SEARCH_RESULT));
       const { client } = clientFor(`http://gateway-user:p%40ss%3Aword@127.0.0.1:${upstream.port}/api`);
 
-      await client.fetch(SEARCH);
+      await client.fetch(SEARCH, fetchOptions());
 
       expect(upstream.requests[0]?.url).toBe('/api/product.search.cp?v=3&appKey=k&query=dog');
       expect(upstream.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from('gateway-user:p@ss:word').toString('base64')}`);
@@ -294,15 +296,18 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, SEARCH_RESULT));
       const { client } = clientFor(upstream.origin);
 
-      await client.fetch({
-        path: '/product.searchForProductsOfStore.cp',
-        params: [
-          ['v', '3'],
-          ['appKey', 'a+b/c='],
-          ['storeId', 'cats & dogs'],
-          ['query', 'café?#%'],
-        ],
-      });
+      await client.fetch(
+        {
+          path: '/product.searchForProductsOfStore.cp',
+          params: [
+            ['v', '3'],
+            ['appKey', 'a+b/c='],
+            ['storeId', 'cats & dogs'],
+            ['query', 'café?#%'],
+          ],
+        },
+        fetchOptions(),
+      );
 
       const url = upstream.requests[0]?.url ?? '';
       expect(url).toBe('/product.searchForProductsOfStore.cp?v=3&appKey=a%2Bb%2Fc%3D&storeId=cats+%26+dogs&query=caf%C3%A9%3F%23%25');
@@ -318,8 +323,8 @@ describe('upstream client', () => {
     it('honours a path prefix in the base URL, with or without a trailing slash', async () => {
       const upstream = await startUpstream(answer(200, SEARCH_RESULT));
 
-      await clientFor(`${upstream.origin}/api`).client.fetch(SEARCH);
-      await clientFor(`${upstream.origin}/api/v3/`).client.fetch(search('cat'));
+      await clientFor(`${upstream.origin}/api`).client.fetch(SEARCH, fetchOptions());
+      await clientFor(`${upstream.origin}/api/v3/`).client.fetch(search('cat'), fetchOptions());
 
       expect(upstream.requests.map((r) => r.url)).toEqual([
         '/api/product.search.cp?v=3&appKey=k&query=dog',
@@ -332,7 +337,7 @@ describe('upstream client', () => {
       const { client } = clientFor(upstream.origin);
 
       for (const query of ['a', 'b', 'c', 'd']) {
-        await client.fetch(search(query));
+        await client.fetch(search(query), fetchOptions());
         await pause(10);
       }
 
@@ -346,7 +351,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, SEARCH_RESULT));
       const { client } = clientFor(upstream.origin);
 
-      for (let page = 0; page < 10; page++) await client.fetch(search(`page ${page}`));
+      for (let page = 0; page < 10; page++) await client.fetch(search(`page ${page}`), fetchOptions());
 
       expect(upstream.requests).toHaveLength(10);
       expect(upstream.connections()).toBeLessThanOrEqual(2);
@@ -385,7 +390,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(status, body, headers));
       const { client } = clientFor(upstream.origin);
 
-      const err = await failure(client.fetch(SEARCH));
+      const err = await failure(client.fetch(SEARCH, fetchOptions()));
 
       expect(err.message).toBe(message);
       expect(err.reason).toBe(reason);
@@ -403,7 +408,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(() => {});
       const { client } = clientFor(upstream.origin, { headersTimeoutMs: 150, retries: 1 });
 
-      const { result: err, ms } = await timed(() => failure(client.fetch(SEARCH)));
+      const { result: err, ms } = await timed(() => failure(client.fetch(SEARCH, fetchOptions())));
 
       expect(err.message).toBe(TIMED_OUT);
       expect(err.reason).toBe('upstream_timeout');
@@ -418,7 +423,7 @@ describe('upstream client', () => {
       });
       const { client } = clientFor(upstream.origin, { bodyTimeoutMs: 150, retries: 1 });
 
-      const { result: err, ms } = await timed(() => failure(client.fetch(SEARCH)));
+      const { result: err, ms } = await timed(() => failure(client.fetch(SEARCH, fetchOptions())));
 
       expect(err.message).toBe(TIMED_OUT);
       expect(err.reason).toBe('upstream_timeout');
@@ -448,7 +453,7 @@ describe('upstream client', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const { client } = clientFor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-      const err = await failure(client.fetch(SEARCH));
+      const err = await failure(client.fetch(SEARCH, fetchOptions()));
       expect(err.message).toBe(message);
       expect(err.reason).toBe('upstream_invalid');
     } finally {
@@ -459,7 +464,7 @@ describe('upstream client', () => {
   it('reports a refused connection as "Unable to connect to the remote server"', async () => {
     const { client } = clientFor(`http://127.0.0.1:${await deadPort()}`);
 
-    const err = await failure(client.fetch(SEARCH));
+    const err = await failure(client.fetch(SEARCH, fetchOptions()));
 
     expect(err.message).toBe(UNABLE_TO_CONNECT);
     expect(err.reason).toBe('upstream_unreachable');
@@ -476,7 +481,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, body, headers));
       const { client } = clientFor(upstream.origin, { maxResponseBytes: 2048 });
 
-      const err = await failure(client.fetch(SEARCH));
+      const err = await failure(client.fetch(SEARCH, fetchOptions()));
 
       expect(err.reason).toBe('upstream_invalid');
       expect(err.message).toBe('The upstream answer exceeded the maximum response size.');
@@ -487,7 +492,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, body));
       const { client } = clientFor(upstream.origin, { maxResponseBytes: 16 * 1024 });
 
-      expect(treeOf(await client.fetch(SEARCH))).toMatchObject({ name: 'searchResultSet' });
+      expect(treeOf(await client.fetch(SEARCH, fetchOptions()))).toMatchObject({ name: 'searchResultSet' });
     });
   });
 
@@ -501,7 +506,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(answer(200, body));
       const { client } = clientFor(upstream.origin);
 
-      const err = await failure(client.fetch(SEARCH));
+      const err = await failure(client.fetch(SEARCH, fetchOptions()));
 
       expect(err.reason).toBe('upstream_invalid');
       expect(err.message).not.toContain('boom');
@@ -521,7 +526,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(dropFirst(1));
       const { client, outcomes } = clientFor(upstream.origin, { retries: 1 });
 
-      const root = treeOf(await client.fetch(SEARCH));
+      const root = treeOf(await client.fetch(SEARCH, fetchOptions()));
 
       expect(root.name).toBe('searchResultSet');
       expect(upstream.requests.map((r) => r.url)).toEqual([
@@ -535,7 +540,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(dropFirst(1));
       const { client } = clientFor(upstream.origin, { retries: 0 });
 
-      const err = await failure(client.fetch(SEARCH));
+      const err = await failure(client.fetch(SEARCH, fetchOptions()));
 
       expect(err.reason).toBe('upstream_unreachable');
       expect(err.message).toBe(CONNECTION_CLOSED);
@@ -546,7 +551,7 @@ describe('upstream client', () => {
       const upstream = await startUpstream(dropFirst(Infinity));
       const { client } = clientFor(upstream.origin, { retries: 2 });
 
-      const err = await failure(client.fetch(SEARCH));
+      const err = await failure(client.fetch(SEARCH, fetchOptions()));
 
       expect(err.reason).toBe('upstream_unreachable');
       expect(upstream.requests).toHaveLength(3);
@@ -568,16 +573,19 @@ describe('upstream client', () => {
       });
       const { client, outcomes } = clientFor(upstream.origin, { headersTimeoutMs: 150 });
 
-      await client.fetch(search('ok'));
-      for (const query of ['gone', 'help', 'junk', 'slow']) await failure(client.fetch(search(query)));
-      await client.fetch({
-        path: '/product.searchForProduct.cp',
-        params: [
-          ['v', '3'],
-          ['productId', '1001'],
-          ['query', 'ok'],
-        ],
-      });
+      await client.fetch(search('ok'), fetchOptions());
+      for (const query of ['gone', 'help', 'junk', 'slow']) await failure(client.fetch(search(query), fetchOptions()));
+      await client.fetch(
+        {
+          path: '/product.searchForProduct.cp',
+          params: [
+            ['v', '3'],
+            ['productId', '1001'],
+            ['query', 'ok'],
+          ],
+        },
+        fetchOptions(),
+      );
 
       expect(outcomes.map(({ path, outcome, status }) => ({ path, outcome, status }))).toEqual([
         { path: '/product.search.cp', outcome: 'ok', status: 200 },
@@ -594,7 +602,7 @@ describe('upstream client', () => {
     it('reports a refused connection with no status', async () => {
       const { client, outcomes } = clientFor(`http://127.0.0.1:${await deadPort()}`);
 
-      await failure(client.fetch(SEARCH));
+      await failure(client.fetch(SEARCH, fetchOptions()));
 
       expect(outcomes).toEqual([
         {
@@ -603,7 +611,7 @@ describe('upstream client', () => {
           status: null,
           durationMs: expect.any(Number),
           code: 'ECONNREFUSED',
-          requestId: null,
+          requestId: 'test-call',
         },
       ]);
     });
@@ -643,7 +651,7 @@ describe('redirects and cancellation', () => {
       res.end();
     });
     const { client } = clientFor(moved.origin);
-    const root = treeOf(await client.fetch(SEARCH));
+    const root = treeOf(await client.fetch(SEARCH, fetchOptions()));
     expect(root.local).toBe('searchResultSet');
     expect(target.requests).toHaveLength(1);
   });
@@ -654,7 +662,7 @@ describe('redirects and cancellation', () => {
       res.end();
     });
     const { client } = clientFor(loop.origin);
-    const err = await failure(client.fetch(SEARCH));
+    const err = await failure(client.fetch(SEARCH, fetchOptions()));
     expect(err.message).toBe('Too many automatic redirections were attempted.');
   });
 
@@ -664,7 +672,7 @@ describe('redirects and cancellation', () => {
     const controller = new AbortController();
     const reason = new UpstreamError({ code: 'timeout' });
     setTimeout(() => controller.abort(reason), 50);
-    const { result, ms } = await timed(() => failure(client.fetch(SEARCH, controller.signal)));
+    const { result, ms } = await timed(() => failure(client.fetch(SEARCH, fetchOptions({ signal: controller.signal }))));
     expect(result).toBe(reason);
     expect(ms).toBeLessThan(2000);
     expect(outcomes).toMatchObject([{ outcome: 'upstream_timeout', status: null }]);

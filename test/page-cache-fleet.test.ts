@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { PageSource } from '../src/cache/page-source.js';
+import type { PageSource } from '../src/outbound/fetch.js';
 import { markedPage, startCachedApp, until, type CachedApp } from './support/cached-app.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { createSeal } from '../src/redis/seal.js';

@@ -3,9 +3,11 @@ import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deadlinesOf } from '../src/cache/freshness.js';
 import { createPageCache, staleMayStandIn } from '../src/cache/page-cache.js';
-import type { PageSource } from '../src/cache/page-source.js';
+import type { PageSource } from '../src/outbound/fetch.js';
 import { UpstreamBusy, UpstreamError } from '../src/errors.js';
-import { createUpstream, type Fetcher, type Upstream } from '../src/outbound/upstream.js';
+import type { FetchPage } from '../src/outbound/fetch.js';
+import { createUpstream, type Upstream } from '../src/outbound/upstream-client.js';
+import { fetchOptions } from './support/fetch-options.js';
 import { createShared } from '../src/redis/shared.js';
 import type { UpstreamRequest } from '../src/translate/plan.js';
 import { compactDocument, type Page } from '../src/xml/compact.js';
@@ -75,6 +77,19 @@ function behaviour(overrides: Partial<Behaviour> = {}): Behaviour {
 
 const pagesOf = (called: { hit: Record<string, unknown> }) => called.hit.pages as Record<PageSource, number>;
 const only = (result: PageSource): Record<PageSource, number> => ({ hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0, [result]: 1 });
+
+describe('the fetch pipeline carries the call through the cache', () => {
+  it("an upstream request the cache makes for a call is logged with that call's requestId", async () => {
+    const upstream = behaviour();
+    upstream.mode = '503';
+    const app = await started(upstreamDoing(upstream));
+    const failed = await app.search('dog');
+    expect(failed.hit.reason).toBe('upstream_status');
+    const logged = app.lines.filter((line) => line.event === 'upstream_failure');
+    expect(logged).toEqual([expect.objectContaining({ path: SEARCH, status: 503, requestId: failed.hit.requestId })]);
+    expect(failed.hit.requestId).toEqual(expect.any(String));
+  });
+});
 
 describe('a fresh page', () => {
   it('is served from memory: the same reply, no upstream request, the hit says hit', async () => {
@@ -328,8 +343,7 @@ describe('stale-if-error', () => {
         wrap: (config) => {
           const real = createUpstream(config.upstream);
           return {
-            fetch: (request, signal, requestId, exchange) =>
-              busy ? Promise.reject(new UpstreamBusy(7, 'budget')) : real.fetch(request, signal, requestId, exchange),
+            fetch: (request, options) => (busy ? Promise.reject(new UpstreamBusy(7, 'budget')) : real.fetch(request, options)),
             reachable: () => real.reachable(),
             close: () => real.close(),
           } satisfies Upstream;
@@ -433,16 +447,14 @@ describe('coalescing', () => {
     function slowUpstream() {
       const seen: AbortSignal[] = [];
       let answer: (page: Page) => void = () => {};
-      const fetcher: Fetcher = {
-        fetch: (_request, signal) => {
-          seen.push(signal!);
-          return new Promise<Page>((resolve, reject) => {
-            answer = resolve;
-            signal?.addEventListener('abort', () => reject(signal.reason));
-          });
-        },
+      const fetch: FetchPage = (_request, { signal }) => {
+        seen.push(signal);
+        return new Promise<Page>((resolve, reject) => {
+          answer = resolve;
+          signal.addEventListener('abort', () => reject(signal.reason));
+        });
       };
-      return { fetcher, seen, answer: (with_: Page) => answer(with_) };
+      return { fetch, seen, answer: (with_: Page) => answer(with_) };
     }
 
     function cache() {
@@ -453,7 +465,6 @@ describe('coalescing', () => {
         settings: () => config,
         shared,
         registry,
-        background: { fetch: () => Promise.reject(new Error('unused')) },
         log: { debug() {} },
       });
     }
@@ -461,10 +472,11 @@ describe('coalescing', () => {
     it('leaves without cancelling the request the others wait for', async () => {
       const upstream = slowUpstream();
       const served: PageSource[] = [];
-      const fetcher = cache().fetcher(upstream.fetcher, (result) => served.push(result));
+      const fetch = cache().intercept(upstream.fetch);
+      const tally = { upstreamRequest() {}, page: (source: PageSource) => served.push(source) };
       const leader = new AbortController();
-      const first = fetcher.fetch(request, leader.signal);
-      const second = fetcher.fetch(request, new AbortController().signal);
+      const first = fetch(request, fetchOptions({ signal: leader.signal, tally }));
+      const second = fetch(request, fetchOptions({ tally }));
       await until('the upstream request', () => upstream.seen.length === 1);
       leader.abort(new Error('the first caller hung up'));
       await expect(first).rejects.toThrow('the first caller hung up');
@@ -474,25 +486,11 @@ describe('coalescing', () => {
       expect(served).toEqual(['coalesced']);
     });
 
-    it('one that cannot leave (no signal) keeps it going after the others left', async () => {
-      const upstream = slowUpstream();
-      const fetcher = cache().fetcher(upstream.fetcher, () => {});
-      const caller = new AbortController();
-      const leaving = fetcher.fetch(request, caller.signal);
-      const staying = fetcher.fetch(request);
-      await until('the upstream request', () => upstream.seen.length === 1);
-      caller.abort(new Error('gone'));
-      await expect(leaving).rejects.toThrow('gone');
-      expect(upstream.seen[0]!.aborted).toBe(false);
-      upstream.answer(page);
-      expect(await staying).toEqual(page);
-    });
-
     it('the last one to leave cancels it', async () => {
       const upstream = slowUpstream();
-      const fetcher = cache().fetcher(upstream.fetcher, () => {});
+      const fetch = cache().intercept(upstream.fetch);
       const callers = [new AbortController(), new AbortController()];
-      const fetches = callers.map((caller) => fetcher.fetch(request, caller.signal));
+      const fetches = callers.map((caller) => fetch(request, fetchOptions({ signal: caller.signal })));
       await until('the upstream request', () => upstream.seen.length === 1);
       for (const caller of callers) caller.abort(new Error('gone'));
       await Promise.allSettled(fetches);

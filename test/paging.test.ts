@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { FetchOptions } from '../src/outbound/fetch.js';
 import type { LegacyCall } from '../src/operations.js';
 import { findOperation, legacyCall } from '../src/operations.js';
 import { createCallAnswerer } from './support/call.js';
@@ -193,12 +194,12 @@ describe('StoreLookup', () => {
     let inFlight = 0;
     let peak = 0;
     const upstream = {
-      async fetch(request: Parameters<typeof inner.fetch>[0]) {
+      async fetch(request: Parameters<typeof inner.fetch>[0], options: FetchOptions) {
         inFlight++;
         peak = Math.max(peak, inFlight);
         await new Promise((resolve) => setTimeout(resolve, 5));
         inFlight--;
-        return inner.fetch(request);
+        return inner.fetch(request, options);
       },
     };
     const result = treeOf(await createCallAnswerer(config)(call, upstream));
@@ -242,7 +243,7 @@ describe('StoreLookup round trips', () => {
     return {
       waves,
       asked,
-      async fetch(request: UpstreamRequest, signal?: AbortSignal) {
+      async fetch(request: UpstreamRequest, { signal }: FetchOptions) {
         const page = Number(new Map(request.params).get('page'));
         asked.push(page);
         if (inFlight.length === 0) {
@@ -252,7 +253,7 @@ describe('StoreLookup round trips', () => {
         inFlight.push(page);
         waves[waves.length - 1] = [...inFlight];
         try {
-          await sleep(15, undefined, signal ? { signal } : {});
+          await sleep(15, undefined, { signal });
         } finally {
           inFlight = inFlight.filter((p) => p !== page);
         }

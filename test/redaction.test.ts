@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createShadows } from '../src/origin/shadows.js';
-import { readResponse } from '../src/outbound/upstream.js';
+import { readResponse } from '../src/outbound/response.js';
 import { redact } from '../src/redaction/redact.js';
 import { escapedUrls, everySpelling, OPERATOR_SPELLINGS, spelledKeys } from './support/spellings.js';
 import { SOAP11_ENV } from './support/wire.js';

@@ -3,6 +3,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { connect } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { FetchOptions } from '../src/outbound/fetch.js';
 import { loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
@@ -114,15 +115,15 @@ describe('cancellation', () => {
     let started = 0;
     let cancelled = 0;
     const failing = {
-      async fetch(request: Parameters<typeof inner.fetch>[0], signal?: AbortSignal) {
+      async fetch(request: Parameters<typeof inner.fetch>[0], options: FetchOptions) {
         started++;
         if (started === 1) throw new Error('first page failed');
         await pause(20);
-        if (signal?.aborted) {
+        if (options.signal.aborted) {
           cancelled++;
-          throw signal.reason;
+          throw options.signal.reason;
         }
-        return inner.fetch(request);
+        return inner.fetch(request, options);
       },
     };
     const call = legacyCall(findOperation('AdvancedSearch')!, { query: 'x', startResults: '0', maxResults: '1000' });

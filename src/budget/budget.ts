@@ -2,9 +2,9 @@ import type { Redis } from 'ioredis';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamOverLimit } from '../errors.js';
-import { MAX_PAUSE_SECONDS, type Fetcher } from '../outbound/upstream.js';
+import { MAX_PAUSE_SECONDS } from '../outbound/failures.js';
+import type { Interceptor } from '../outbound/fetch.js';
 import { scriptCommands, type Shared } from '../redis/shared.js';
-import { appKeyOf } from '../translate/plan.js';
 
 /**
  * The upstream budget (`upstream.budget`, docs/operating.md): at most `requestsPerSecond` upstream
@@ -35,12 +35,14 @@ export interface BudgetLog {
   warn(fields: object, message: string): void;
 }
 
-export interface Budget {
-  /** `upstream` with the budget in front of each request; while none is configured, `upstream` as it is. */
-  guard(upstream: Fetcher): Fetcher;
-}
+/**
+ * The budget's layer of the fetch pipeline: room for each request that reaches it, within its call's
+ * deadline; while no budget is configured, the request as it is.
+ */
+export type Budget = Interceptor;
 
-type Settings = Config['upstream']['budget'] & { readonly requestsPerSecond: number };
+/** A budget in force, and how long this request may wait for room: `maxWaitMs`, or less when its call's deadline is nearer. */
+type Settings = Config['upstream']['budget'] & { readonly requestsPerSecond: number; readonly waitMs: number };
 
 /** What the bucket says of one request: go after `waitMs` (0: now), no room within the wait, or the key is paused. */
 type Verdict =
@@ -49,11 +51,12 @@ type Verdict =
   | { readonly kind: 'paused'; readonly retryMs: number };
 
 /**
- * KEYS: the bucket, the pause. ARGV: the interval between requests (ms), the burst, the longest wait
- * (ms), the longest pause (ms), and `1` to pass over the pause (one this instance found forged and
- * deleted). Returns {1, wait, refused} (a slot taken, `wait` ms from now), {0, wait, refused} (none
- * within the longest wait; the first would be `wait` ms from now) or {-1, pause, 0, value} (the key is
- * paused for `pause` ms, by the sealed `value`, which the caller opens before it obeys: `pauseOf`).
+ * KEYS: the bucket, the pause. ARGV: the interval between requests (ms), the burst, the longest this
+ * request may wait (ms), the longest pause (ms), `1` to pass over the pause (one this instance found
+ * forged and deleted), and the longest wait configured (ms). Returns {1, wait, refused} (a slot taken,
+ * `wait` ms from now), {0, wait, refused} (none within the longest wait; the first would be `wait` ms
+ * from now) or {-1, pause, 0, value} (the key is paused for `pause` ms, by the sealed `value`, which
+ * the caller opens before it obeys: `pauseOf`).
  *
  * The bucket cannot carry our MAC (the script computes it, and would need the secret, which never goes
  * to Redis), so it is bounded as if written now: further ahead than one burst window (the burst at the
@@ -74,7 +77,7 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local window = now + interval * burst + tonumber(ARGV[3])
+local window = now + interval * burst + tonumber(ARGV[6])
 -- pcall: a value of another type is refused like a bucket that is no number, then overwritten.
 local stored = redis.pcall('GET', KEYS[1])
 local tat = type(stored) == 'table' and nil or tonumber(stored or '0')
@@ -113,9 +116,10 @@ interface BudgetCommands {
     pause: string,
     intervalMs: string,
     burst: string,
-    maxWaitMs: string,
+    waitMs: string,
     maxPauseMs: string,
     passOverPause: string,
+    maxWaitMs: string,
   ): Promise<[number, number, number, string | null]>;
   upstreamBudgetPause(pause: string, ms: string, sealed: string): Promise<number>;
   upstreamBudgetUnpause(pause: string, found: string): Promise<number>;
@@ -144,7 +148,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
   const localBuckets = new Map<string, number>();
   const localPauses = new Map<string, number>();
 
-  const takeLocal = (key: string, { requestsPerSecond, burst, maxWaitMs }: Settings): Verdict => {
+  const takeLocal = (key: string, { requestsPerSecond, burst, waitMs }: Settings): Verdict => {
     const intervalMs = 1000 / requestsPerSecond;
     const now = performance.now();
     const paused = pausedFor(key, now);
@@ -152,7 +156,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     const tat = Math.max(localBuckets.get(key) ?? 0, now);
     // tat - now first: a request with the bucket full of room waits exactly 0, not a rounding error more.
     const wait = tat - now - intervalMs * (burst - 1);
-    if (wait > maxWaitMs) return { kind: 'full', retryMs: Math.ceil(wait) };
+    if (wait > waitMs) return { kind: 'full', retryMs: Math.ceil(wait) };
     if (localBuckets.size >= LOCAL_SWEEP_SIZE) {
       for (const [other, at] of localBuckets) if (at <= now) localBuckets.delete(other);
     }
@@ -160,22 +164,18 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)) };
   };
 
-  const takeShared = async (
-    redis: Redis,
-    key: string,
-    { requestsPerSecond, burst, maxWaitMs }: Settings,
-    passOverPause = false,
-  ): Promise<Verdict> => {
+  const takeShared = async (redis: Redis, key: string, budget: Settings, passOverPause = false): Promise<Verdict> => {
     const bucket = shared.key('budget', key);
     const pauseKey = shared.key('budget-pause', key);
     const [status, ms, refused, sealed] = await commands(redis).upstreamBudgetTake(
       bucket,
       pauseKey,
-      String(1000 / requestsPerSecond),
-      String(burst),
-      String(maxWaitMs),
+      String(1000 / budget.requestsPerSecond),
+      String(budget.burst),
+      String(budget.waitMs),
       String(MAX_PAUSE_MS),
       passOverPause ? '1' : '0',
+      String(budget.maxWaitMs),
     );
     if ((refused & REFUSED_PAUSE) !== 0) shared.refuse('budget', 'bounds', pauseKey);
     if ((refused & REFUSED_BUCKET) !== 0) shared.refuse('budget', 'bounds', bucket);
@@ -185,7 +185,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
         // Not a pause of this fleet's, or an old one put back: deleted (unless replaced meanwhile), not obeyed.
         shared.refuse('budget', 'forged', pauseKey);
         if (sealed !== null) await commands(redis).upstreamBudgetUnpause(pauseKey, sealed);
-        return takeShared(redis, key, { requestsPerSecond, burst, maxWaitMs }, true);
+        return takeShared(redis, key, budget, true);
       }
       localPauses.set(key, performance.now() + pausedMs);
       return { kind: 'paused', retryMs: pausedMs };
@@ -215,13 +215,13 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     return 0;
   }
 
-  const shed = (source: UpstreamBusy['source'], retryMs: number, requested = false): UpstreamBusy => {
+  const shed = (source: UpstreamBusy['source'], retryMs: number): UpstreamBusy => {
     metrics?.sheds.inc({ source });
-    return new UpstreamBusy(retryMs / 1000, source, requested);
+    return new UpstreamBusy(retryMs / 1000, source);
   };
 
   /** Room for one request of `key`, waited for; throws UpstreamBusy, or the signal's reason when the call is cancelled. */
-  async function admit(key: string, budget: Settings, signal: AbortSignal | undefined): Promise<void> {
+  async function admit(key: string, budget: Settings, signal: AbortSignal): Promise<void> {
     const paused = pausedFor(key);
     if (paused > 0) throw shed('upstream', paused);
     const verdict = await shared.run(
@@ -261,25 +261,23 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     return ms;
   }
 
-  return {
-    guard: (upstream) => ({
-      async fetch(request, signal, requestId, exchange) {
-        const budget = settings();
-        const { requestsPerSecond } = budget;
-        if (requestsPerSecond === null) return upstream.fetch(request, signal, requestId, exchange);
-        metrics ??= budgetMetrics(registry);
-        // The appKey a request spends from (one for every request in `fixed` mode); only its hash is kept.
-        const appKey = appKeyOf(request) ?? '';
-        const key = shared.hashOf(appKey);
-        await admit(key, { ...budget, requestsPerSecond }, signal);
-        try {
-          return await upstream.fetch(request, signal, requestId, exchange);
-        } catch (err) {
-          if (!(err instanceof UpstreamOverLimit)) throw err;
-          throw shed('upstream', await pause(key, appKey, err), true);
-        }
-      },
-    }),
+  return (next) => async (request, options) => {
+    const budget = settings();
+    const { requestsPerSecond } = budget;
+    if (requestsPerSecond === null) return next(request, options);
+    metrics ??= budgetMetrics(registry);
+    // One bucket for every request without an appKey; only the key's hash is kept.
+    const appKey = options.appKey ?? '';
+    const key = shared.hashOf(appKey);
+    // A slot past the call's deadline would only be given up: the call is shed now, with when to come back.
+    const waitMs = Math.max(0, Math.min(budget.maxWaitMs, options.deadline - Date.now()));
+    await admit(key, { ...budget, requestsPerSecond, waitMs }, options.signal);
+    try {
+      return await next(request, options);
+    } catch (err) {
+      if (!(err instanceof UpstreamOverLimit)) throw err;
+      throw shed('upstream', await pause(key, appKey, err));
+    }
   };
 }
 

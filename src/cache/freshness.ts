@@ -1,5 +1,5 @@
 import { MAX_CACHE_SECONDS } from '../config/schema.js';
-import type { ResponseCaching } from '../outbound/upstream.js';
+import type { ResponseCaching } from '../outbound/fetch.js';
 
 /**
  * How long a page may be served from the cache, from the endpoint's configured freshness

@@ -3,8 +3,14 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamError } from '../errors.js';
 import { UPSTREAM_ENDPOINTS, type UpstreamPath } from '../operations.js';
-import type { Exchange, Fetcher, ResponseCaching } from '../outbound/upstream.js';
-import { PAGE_SOURCES, type PageSource } from './page-source.js';
+import {
+  PAGE_SOURCES,
+  type FetchOptions,
+  type FetchPage,
+  type Interceptor,
+  type PageSource,
+  type ResponseCaching,
+} from '../outbound/fetch.js';
 import type { Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
 import { ownedPage, type Page } from '../xml/compact.js';
@@ -15,12 +21,12 @@ import { createKeySharing } from './sharing.js';
 import { fleetPages, MemoryPages, pageOf } from './store.js';
 
 /**
- * The page cache (docs/operating.md, "Page cache"): a decorator of the call's upstream `Fetcher`.
- * A page is asked of it by its exact upstream request and served, in this order:
+ * The page cache (docs/operating.md, "Page cache"): the outermost layer of the fetch pipeline
+ * (src/outbound/fetch.ts). A page is asked of it by its exact upstream request and served, in this order:
  *
  * - **hit**: fresh in this instance's memory or in Redis; no upstream request.
  * - **stale**: past its freshness but within stale-while-revalidate: served as it is while one
- *   background request (the app's fetcher, not counted for the call) refreshes it, one per key in the
+ *   background request (through the layers inside the cache, counted for no call) refreshes it, one per key in the
  *   instance and, through the fleet's lock, in the fleet.
  * - **revalidated**: past that, with a validator: a conditional request answered 304 Not Modified.
  * - **miss**: fetched, and kept when it is compact bytes (a page the fast path could not take, a tree,
@@ -36,10 +42,10 @@ import { fleetPages, MemoryPages, pageOf } from './store.js';
 
 export interface PageCache {
   /**
-   * The upstream of one call: `foreground` (the call's own, whose requests its hit counts) fetches
-   * what the cache cannot serve; `served` hears how each page was served.
+   * The cache's layer: what it cannot serve is fetched through `next` with the call's options; its
+   * tally hears how each page was served. While `cache.enabled` is off, every page is fetched, a miss.
    */
-  fetcher(foreground: Fetcher, served: (result: PageSource) => void): Fetcher;
+  readonly intercept: Interceptor;
   /** Stops background refreshes and waits for what is being written. */
   close(): Promise<void>;
 }
@@ -52,8 +58,6 @@ export interface PageCacheOptions {
   readonly settings: () => Pick<Config, 'cache' | 'upstream' | 'deprecation'>;
   readonly shared: Shared;
   readonly registry: Registry;
-  /** The app's upstream, for background refreshes. */
-  readonly background: Fetcher;
   readonly log: { debug(fields: object, message: string): void };
   /** Epoch milliseconds; `Date.now` when not given. */
   readonly now?: () => number;
@@ -89,12 +93,7 @@ class Flight {
     this.promise.catch(() => {});
   }
 
-  join(signal: AbortSignal | undefined): Promise<Fetched> {
-    // One that cannot leave keeps the request going for as long as it takes.
-    if (signal === undefined) {
-      this.#waiting++;
-      return this.promise;
-    }
+  join(signal: AbortSignal): Promise<Fetched> {
     if (signal.aborted) return Promise.reject(signal.reason);
     this.#waiting++;
     return new Promise<Fetched>((resolve, reject) => {
@@ -136,7 +135,7 @@ function failedForItsKey(err: unknown): boolean {
   return err instanceof UpstreamError && err.status !== null && err.status >= 400 && err.status < 500;
 }
 
-export function createPageCache({ settings, shared, registry, background, log, now = Date.now }: PageCacheOptions): PageCache {
+export function createPageCache({ settings, shared, registry, log, now = Date.now }: PageCacheOptions): PageCache {
   const config = settings();
   const keyOf = pageKey({ baseUrl: config.upstream.baseUrl ?? '', hashOf: shared.hashOf });
   const memory = new MemoryPages(config.cache.maxBytes);
@@ -153,7 +152,6 @@ export function createPageCache({ settings, shared, registry, background, log, n
     active: () => settings().cache.shareAcrossKeys,
     now,
   });
-  const refresher = sharing.watch(background);
   const flights = new Map<string, Flight>();
   /** Writes to Redis and lock releases under way, awaited on close. */
   const pending = new Set<Promise<unknown>>();
@@ -238,21 +236,21 @@ export function createPageCache({ settings, shared, registry, background, log, n
     key: string,
     request: UpstreamRequest,
     cached: CachedPage | null,
-    fetcher: Fetcher,
-    signal: AbortSignal,
+    fetch: FetchPage,
+    options: FetchOptions,
   ): Promise<{ fetched: Fetched; stored: Promise<void> }> {
     let caching: ResponseCaching | null = null;
     const conditional =
       cached !== null && (cached.etag !== null || cached.lastModified !== null)
         ? { etag: cached.etag, lastModified: cached.lastModified, page: pageOf(cached) }
         : undefined;
-    const exchange: Exchange = {
+    const revalidation = {
       ...(conditional === undefined ? {} : { conditional }),
-      responded: (heard) => {
+      responded: (heard: ResponseCaching) => {
         caching = heard;
       },
     };
-    const fetched = await fetcher.fetch(request, signal, undefined, exchange);
+    const fetched = await fetch(request, { ...options, revalidation });
     const revalidated = conditional !== undefined && fetched === conditional.page;
     // Held by the cache and by every call coalesced on it: out of the pool (src/xml/pool.ts), exactly its size.
     const page = revalidated ? fetched : ownedPage(fetched);
@@ -268,22 +266,22 @@ export function createPageCache({ settings, shared, registry, background, log, n
     key: string,
     request: UpstreamRequest,
     cached: CachedPage | null,
-    fetcher: Fetcher,
-    signal: AbortSignal,
+    fetch: FetchPage,
+    options: FetchOptions,
   ): Promise<Fetched> {
     if (fleet === null) {
-      const { fetched, stored } = await fromUpstream(key, request, cached, fetcher, signal);
+      const { fetched, stored } = await fromUpstream(key, request, cached, fetch, options);
       track(stored);
       return fetched;
     }
     const token = randomUUID();
     if (!(await fleet.lock(key, token))) {
-      const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, FLEET_WAIT_MS, signal);
+      const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, FLEET_WAIT_MS, options.signal);
       if (landed !== null && landed.rootName === config.upstream.answers[request.path].root) {
         memory.set(key, landed);
         return { page: pageOf(landed), result: 'coalesced' };
       }
-      const { fetched, stored } = await fromUpstream(key, request, cached, fetcher, signal);
+      const { fetched, stored } = await fromUpstream(key, request, cached, fetch, options);
       track(stored);
       return fetched;
     }
@@ -301,7 +299,7 @@ export function createPageCache({ settings, shared, registry, background, log, n
         memory.set(key, landed);
         return { page: pageOf(landed), result: 'coalesced' };
       }
-      const fromHere = await fromUpstream(key, request, cached, fetcher, signal);
+      const fromHere = await fromUpstream(key, request, cached, fetch, options);
       stored = fromHere.stored;
       return fromHere.fetched;
     } finally {
@@ -325,18 +323,19 @@ export function createPageCache({ settings, shared, registry, background, log, n
   }
 
   /** One background refresh of a stale page, unless a request for it is already under way here. */
-  function refresh(key: string, request: UpstreamRequest, cached: CachedPage): void {
+  function refresh(key: string, request: UpstreamRequest, cached: CachedPage, fetch: FetchPage, call: FetchOptions): void {
     if (flights.has(key) || closing.signal.aborted) return;
+    const { callTimeoutMs } = settings().upstream;
     const flight = startFlight(
       key,
       (signal) =>
-        fetchOnce(
-          key,
-          request,
-          cached,
-          refresher,
-          AbortSignal.any([signal, closing.signal, AbortSignal.timeout(settings().upstream.callTimeoutMs)]),
-        ),
+        fetchOnce(key, request, cached, fetch, {
+          requestId: call.requestId,
+          appKey: call.appKey,
+          deadline: Date.now() + callTimeoutMs,
+          signal: AbortSignal.any([signal, closing.signal, AbortSignal.timeout(callTimeoutMs)]),
+          tally: null,
+        }),
       true,
     );
     flight.promise.catch((err: unknown) => {
@@ -347,36 +346,33 @@ export function createPageCache({ settings, shared, registry, background, log, n
     });
   }
 
-  async function fetchPage(
-    request: UpstreamRequest,
-    signal: AbortSignal | undefined,
-    foreground: Fetcher,
-  ): Promise<{ page: Page; result: PageSource }> {
-    const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(request);
+  async function fetchPage(request: UpstreamRequest, options: FetchOptions, fetch: FetchPage): Promise<{ page: Page; result: PageSource }> {
+    const { signal } = options;
+    const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(options.appKey);
     const key = keyOf(request, acrossKeys);
     const cached = await lookup(key, request);
     const at = now();
     if (cached !== null && at < cached.freshUntil) return { page: pageOf(cached), result: 'hit' };
     if (cached !== null && at < cached.staleWhileRevalidateUntil) {
-      refresh(key, request, cached);
+      refresh(key, request, cached, fetch, options);
       return { page: pageOf(cached), result: 'stale' };
     }
     try {
       const flying = flights.get(key);
       if (flying === undefined)
-        return await startFlight(key, (own) => fetchOnce(key, request, cached, foreground, own), false).join(signal);
+        return await startFlight(key, (own) => fetchOnce(key, request, cached, fetch, { ...options, signal: own }), false).join(signal);
       try {
         return { page: (await flying.join(signal)).page, result: 'coalesced' };
       } catch (err) {
         // Shared across keys, the request joined was another caller's, with its appKey: what that key
         // may not do (a 4xx, its budget) is not this caller's answer. Its own request, then.
-        if (!acrossKeys || !failedForItsKey(err) || signal?.aborted === true) throw err;
-        const { fetched, stored } = await fromUpstream(key, request, cached, foreground, signal ?? new AbortController().signal);
+        if (!acrossKeys || !failedForItsKey(err) || signal.aborted) throw err;
+        const { fetched, stored } = await fromUpstream(key, request, cached, fetch, options);
         track(stored);
         return fetched;
       }
     } catch (err) {
-      if (cached !== null && signal?.aborted !== true && staleMayStandIn(err) && now() < cached.staleIfErrorUntil) {
+      if (cached !== null && !signal.aborted && staleMayStandIn(err) && now() < cached.staleIfErrorUntil) {
         staleIfError.inc({ endpoint: request.path });
         return { page: pageOf(cached), result: 'stale' };
       }
@@ -385,15 +381,18 @@ export function createPageCache({ settings, shared, registry, background, log, n
   }
 
   return {
-    fetcher(foreground, served) {
-      const watched = sharing.watch(foreground);
-      return {
-        async fetch(request, signal) {
-          const { page, result } = await fetchPage(request, signal, watched);
-          results.inc({ endpoint: request.path, result });
-          served(result);
+    intercept(next) {
+      const watched = sharing.watch(next);
+      return async (request, options) => {
+        if (!settings().cache.enabled) {
+          const page = await next(request, options);
+          options.tally?.page('miss');
           return page;
-        },
+        }
+        const { page, result } = await fetchPage(request, options, watched);
+        results.inc({ endpoint: request.path, result });
+        options.tally?.page(result);
+        return page;
       };
     },
     async close() {

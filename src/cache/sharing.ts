@@ -1,6 +1,5 @@
 import { UpstreamError, UpstreamOverLimit } from '../errors.js';
-import type { Fetcher } from '../outbound/upstream.js';
-import { appKeyOf, type UpstreamRequest } from '../translate/plan.js';
+import type { Interceptor } from '../outbound/fetch.js';
 import { createRefusedKeys, type RefusedKeysOptions } from './refused-keys.js';
 
 /**
@@ -13,10 +12,10 @@ import { createRefusedKeys, type RefusedKeysOptions } from './refused-keys.js';
  * with it succeeds.
  */
 export interface KeySharing {
-  /** Whether `request` may be served a page shared across keys. */
-  mayShare(request: UpstreamRequest): boolean;
-  /** `fetcher`, hearing of each request whether the upstream refused its appKey or took it. */
-  watch(fetcher: Fetcher): Fetcher;
+  /** Whether a request with `appKey` may be served a page shared across keys. */
+  mayShare(appKey: string | null): boolean;
+  /** A layer that hears of each request whether the upstream refused its appKey or took it. */
+  readonly watch: Interceptor;
   close(): void;
 }
 
@@ -31,24 +30,21 @@ function refusesTheKey(err: unknown): boolean {
 export function createKeySharing({ shared, memoryMs, active, now }: KeySharingOptions): KeySharing {
   const refused = createRefusedKeys({ shared, memoryMs, active, now });
   return {
-    mayShare(request) {
-      const appKey = appKeyOf(request);
+    mayShare(appKey) {
       if (appKey === null) return false;
       return refused.size === 0 || !refused.has(shared.hashOf(appKey));
     },
-    watch: (fetcher) => ({
-      async fetch(request, signal, requestId, exchange) {
-        const appKey = appKeyOf(request);
-        try {
-          const page = await fetcher.fetch(request, signal, requestId, exchange);
-          if (appKey !== null && refused.size > 0) refused.delete(shared.hashOf(appKey));
-          return page;
-        } catch (err) {
-          if (appKey !== null && active() && refusesTheKey(err)) refused.add(shared.hashOf(appKey));
-          throw err;
-        }
-      },
-    }),
+    watch: (next) => async (request, options) => {
+      const { appKey } = options;
+      try {
+        const page = await next(request, options);
+        if (appKey !== null && refused.size > 0) refused.delete(shared.hashOf(appKey));
+        return page;
+      } catch (err) {
+        if (appKey !== null && active() && refusesTheKey(err)) refused.add(shared.hashOf(appKey));
+        throw err;
+      }
+    },
     close: () => refused.close(),
   };
 }

@@ -1,4 +1,4 @@
-import type { PageSource } from '../cache/page-source.js';
+import type { PageSource } from '../outbound/fetch.js';
 import type { Caller } from '../clients/directory.js';
 import type { RouteName } from '../config/schema.js';
 import type { DeprecationHit } from '../deprecation/hits.js';

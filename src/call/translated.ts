@@ -1,7 +1,7 @@
 import { UpstreamBusy } from '../errors.js';
 import type { Binding } from '../inbound/binding.js';
 import type { PlanFetcher } from '../outbound/execute.js';
-import type { Fetcher } from '../outbound/upstream.js';
+import type { FetchOptions, FetchPage } from '../outbound/fetch.js';
 import { releasePage } from '../xml/compact.js';
 import type { LegacyCall } from '../operations.js';
 import type { WrittenOutcome } from './outcome.js';
@@ -19,12 +19,12 @@ export async function translatedOutcome<W>(
   wire: W,
   planned: Planned,
   fetchPlan: PlanFetcher,
-  upstream: Fetcher,
-  signal: AbortSignal,
+  fetch: FetchPage,
+  options: FetchOptions,
 ): Promise<WrittenOutcome> {
   try {
     if ('error' in planned) throw planned.error;
-    const result = await fetchPlan(planned.plan, upstream, signal);
+    const result = await fetchPlan(planned.plan, fetch, options);
     const reply = binding.write(result, call, wire);
     // Written into the reply: the page's bytes go back to the pool (src/xml/pool.ts).
     releasePage(result);

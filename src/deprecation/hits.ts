@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import { levels, symbols } from 'pino';
-import type { PageSource } from '../cache/page-source.js';
+import type { PageSource } from '../outbound/fetch.js';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/binding.js';
@@ -9,7 +9,7 @@ import { Ledger, type LedgerHit } from './ledger.js';
 import { cachedView, type LedgerView } from './ledger-view.js';
 import type { RouteName } from '../config/schema.js';
 import type { OperationName, UpstreamPath } from '../operations.js';
-import type { UpstreamOutcome } from '../outbound/upstream.js';
+import type { UpstreamObservation } from '../outbound/upstream-client.js';
 
 /**
  * Every legacy call is a deprecation hit: one structured log event with a stable schema for the ops
@@ -142,7 +142,7 @@ export interface HitRecorder {
   /** That ledger sorted for `GET /ledger`, at most a second old. */
   ledgerView(): LedgerView;
   record(hit: DeprecationHit): void;
-  observeUpstream(outcome: UpstreamOutcome): void;
+  observeUpstream(seen: UpstreamObservation): void;
   /** Writes what is still pending (the last interval's count of shed calls). */
   close(): void;
 }
@@ -233,21 +233,21 @@ export function createHitRecorder(
       hitLines?.write(hitLine(hit, at));
     },
     close: warnShed,
-    observeUpstream(outcome) {
-      upstream.observe({ path: outcome.path, outcome: outcome.outcome }, outcome.durationMs / 1000);
+    observeUpstream(seen) {
+      upstream.observe({ path: seen.path, outcome: seen.outcome }, seen.durationMs / 1000);
       // The fault a legacy client sees says "Unable to connect"; operators need the cause behind it.
-      if (outcome.outcome === 'ok' || outcome.outcome === 'cancelled') return;
-      const fields = { event: 'upstream_failure', ...outcome };
-      const message = `upstream ${outcome.path}: ${outcome.outcome}`;
+      if (seen.outcome === 'ok' || seen.outcome === 'cancelled') return;
+      const fields = { event: 'upstream_failure', ...seen };
+      const message = `upstream ${seen.path}: ${seen.outcome}`;
       // A caller's own mistake answered by the upstream (a store not found, a key refused) is a normal
       // day's: said at info, so that a warning means the upstream or the network.
-      if (answeredCallerError(outcome)) log.info(fields, message);
+      if (answeredCallerError(seen)) log.info(fields, message);
       else log.warn(fields, message);
     },
   };
 }
 
 /** A 4xx the upstream answered with one of its error documents: about the request, not the upstream's health. */
-function answeredCallerError({ outcome, code, status }: UpstreamOutcome): boolean {
+function answeredCallerError({ outcome, code, status }: UpstreamObservation): boolean {
   return outcome === 'upstream_status' && code === 'error_document' && status !== null && status < 500;
 }

@@ -4,7 +4,8 @@ import type { Config } from '../config/schema.js';
 import { ClientClosedError, LegacyOriginError } from '../errors.js';
 import type { ServiceRequest } from '../inbound/binding.js';
 import type { RelayedReply } from '../inbound/reply.js';
-import { asUpstreamError, basicCredentials } from '../outbound/upstream.js';
+import { asUpstreamError } from '../outbound/failures.js';
+import { basicCredentials } from '../outbound/upstream-client.js';
 
 /**
  * The old ASMX service itself (`legacy.origin`), for passthrough and shadow routes (docs/migration.md

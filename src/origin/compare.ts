@@ -71,7 +71,7 @@ export function compareReplies(
   legacy: ComparedReply,
   secrets: readonly string[] = [],
 ): Diff | null {
-  // Every occurrence, even inside a word: unlike a fault's text (upstream.ts redacts whole tokens
+  // Every occurrence, even inside a word: unlike a fault's text (src/outbound/response.ts redacts whole tokens
   // there, for the client's sake), a diff is read by operators only, and a short key that mangles a
   // word costs nothing there. A longer text says that it goes on, however short its redacted start.
   const show: Show = (text) =>

@@ -14,7 +14,7 @@ import type { LegacyCall } from '../operations.js';
 import { createShadows, type ShadowedCall, type Side } from './shadows.js';
 import type { LegacyRoute } from '../config/schema.js';
 import { createLegacyOrigin, forwardedRequest, type LegacyOrigin } from './client.js';
-import type { Fetcher } from '../outbound/upstream.js';
+import type { FetchOptions } from '../outbound/fetch.js';
 
 /**
  * The call runner's side of passthrough and shadow routes (docs/migration.md §6): a routed call is
@@ -22,8 +22,8 @@ import type { Fetcher } from '../outbound/upstream.js';
  * and the two replies compared.
  */
 
-/** The translated path of the call: its failures are written by the binding; it rejects only on a defect. */
-export type TranslatedPath = (fetcher: Fetcher, signal: AbortSignal) => Promise<WrittenOutcome>;
+/** The translated path of the call, fetching with `options`: its failures are written by the binding; it rejects only on a defect. */
+export type TranslatedPath = (options: FetchOptions) => Promise<WrittenOutcome>;
 
 /** What the call path knows of a routed call. */
 export interface RoutedCall {
@@ -31,14 +31,11 @@ export interface RoutedCall {
   readonly binding: BindingName;
   readonly caller: Caller;
   readonly request: ServiceRequest;
-  readonly requestId: string;
   readonly userAgent: string | undefined;
   /** The call's successor, from its plan. */
   readonly successor: string | null;
-  /** Aborted when the caller hangs up or the call's deadline passes. */
-  readonly signal: AbortSignal;
-  /** The upstream, each request counted in the call's hit. */
-  readonly fetcher: Fetcher;
+  /** The call's fetch options: its requestId, its deadline and signal (the caller hanging up), its hit's tally. */
+  readonly options: FetchOptions;
   readonly translate: TranslatedPath;
 }
 
@@ -49,13 +46,11 @@ export interface OriginRouting {
 
 export interface OriginRoutingOptions {
   readonly config: Pick<Config, 'legacy' | 'upstream'>;
-  /** The upstream, for a translated path run in the background: its requests are not the call's. */
-  readonly upstream: Fetcher;
   readonly registry: Registry;
   readonly log: FastifyBaseLogger;
 }
 
-export function createOriginRouting({ config, upstream, registry, log }: OriginRoutingOptions): OriginRouting {
+export function createOriginRouting({ config, registry, log }: OriginRoutingOptions): OriginRouting {
   const shadows = createShadows(config.legacy.maxShadowsInFlight, registry, log);
   // The schema lets routes exist only with an origin (src/config/validate.ts).
   const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
@@ -63,7 +58,7 @@ export function createOriginRouting({ config, upstream, registry, log }: OriginR
   /** The origin's reply to the call, or the 502 that says it gave none. */
   async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     try {
-      const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.signal);
+      const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.options.signal);
       return {
         reply: relayed,
         failure: relayed.status >= 400 ? new LegacyOriginError({ code: 'status', status: relayed.status }) : null,
@@ -84,12 +79,18 @@ export function createOriginRouting({ config, upstream, registry, log }: OriginR
     }
   }
 
-  /** The translated path in the background, under a deadline of its own (`upstream.callTimeoutMs`). */
+  /**
+   * The translated path in the background, under a deadline of its own (`upstream.callTimeoutMs`):
+   * its requests are not the call's, so its hit does not count them.
+   */
   async function translatedSide(routed: RoutedCall): Promise<Side> {
     const cancel = new AbortController();
-    const deadline = setTimeout(() => cancel.abort(new UpstreamError({ code: 'timeout' })), config.upstream.callTimeoutMs);
+    const { callTimeoutMs } = config.upstream;
+    const deadline = setTimeout(() => cancel.abort(new UpstreamError({ code: 'timeout' })), callTimeoutMs);
     try {
-      return sideOf(await routed.translate(upstream, cancel.signal));
+      return sideOf(
+        await routed.translate({ ...routed.options, deadline: Date.now() + callTimeoutMs, signal: cancel.signal, tally: null }),
+      );
     } finally {
       clearTimeout(deadline);
     }
@@ -119,7 +120,7 @@ export function createOriginRouting({ config, upstream, registry, log }: OriginR
   async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
     const compare = shadows.admit(shadowedCall(routed));
     const legacy = compare === null ? null : originSide(routed, origin);
-    const outcome = routed.translate(routed.fetcher, routed.signal);
+    const outcome = routed.translate(routed.options);
     if (compare !== null && legacy !== null) compare(outcome.then(sideOf), legacy);
     return outcome;
   }
@@ -134,8 +135,8 @@ export function createOriginRouting({ config, upstream, registry, log }: OriginR
   };
 }
 
-function shadowedCall({ call, binding, caller, requestId }: RoutedCall): ShadowedCall {
-  return { operation: call.operation.name, binding, client: caller.name, requestId, apiKey: call.credentials.apiKey };
+function shadowedCall({ call, binding, caller, options }: RoutedCall): ShadowedCall {
+  return { operation: call.operation.name, binding, client: caller.name, requestId: options.requestId, apiKey: call.credentials.apiKey };
 }
 
 function sideOf({ reply, failure }: WrittenOutcome): Side {

@@ -5,24 +5,25 @@ import { releasePage, type Page } from '../xml/compact.js';
 import { UpstreamBusy } from '../errors.js';
 import type { Shared } from '../redis/shared.js';
 import { createPageCounts, sharePageCounts, type PageCounts } from './page-counts.js';
-import type { Fetcher } from './upstream.js';
+import type { FetchOptions, FetchPage } from './fetch.js';
 
 /**
  * Carries out a plan: fetches its pages with bounded concurrency and hands them to the pure
  * assemblers. Every rule about what to fetch and how to put it together is in src/translate.
  */
 
-export interface ExecuteOptions {
+export interface ExecuteLimits {
   /** Upstream requests of one call in flight at once (`upstream.maxConcurrentPages`). */
   readonly maxConcurrentPages: number;
   /** Page counts of whole lists seen recently; without it, each list starts from its first page. */
   readonly pageCounts?: PageCounts;
-  /** Cancels every upstream request of the call; its reason is what the call then throws. */
-  readonly signal?: AbortSignal;
 }
 
-/** Carries out a plan against `upstream`: the result of the call, or the error the web method would have thrown. */
-export type PlanFetcher = (plan: Plan, upstream: Fetcher, signal?: AbortSignal) => Promise<Page>;
+/**
+ * Carries out a plan through `fetch`, each page with the call's `options` (whose signal cancels every
+ * request of the call): the result of the call, or the error the web method would have thrown.
+ */
+export type PlanFetcher = (plan: Plan, fetch: FetchPage, options: FetchOptions) => Promise<Page>;
 
 /** Lists remembered: a minute is long enough for a client paging through stores, short enough to follow a catalog. */
 const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
@@ -34,19 +35,19 @@ const PAGE_COUNT_MEMORY = { maxEntries: 10_000, maxAgeMs: 60_000 };
 export function createPlanFetcher(maxConcurrentPages: number, shared?: Shared): PlanFetcher {
   const local = createPageCounts(PAGE_COUNT_MEMORY);
   const pageCounts = shared === undefined ? local : sharePageCounts(shared, local, PAGE_COUNT_MEMORY.maxAgeMs);
-  return (plan, upstream, signal) => executePlan(plan, upstream, { maxConcurrentPages, pageCounts, ...(signal ? { signal } : {}) });
+  return (plan, fetch, options) => executePlan(plan, fetch, options, { maxConcurrentPages, pageCounts });
 }
 
-export async function executePlan(plan: Plan, upstream: Fetcher, options: ExecuteOptions): Promise<Page> {
+export async function executePlan(plan: Plan, fetch: FetchPage, options: FetchOptions, limits: ExecuteLimits): Promise<Page> {
   switch (plan.kind) {
     case 'single':
-      return upstream.fetch(plan.request, options.signal);
+      return fetch(plan.request, options);
     case 'window':
-      return released(await fetchAll(plan.requests, upstream, options), (pages) =>
+      return released(await fetchAll(plan.requests, fetch, options, limits), (pages) =>
         assembleWindow(pages, plan.window, plan.run, plan.shape),
       );
     case 'allPages':
-      return released(await fetchList(plan, upstream, options), (pages) => assembleAll(pages, plan.pageSize, plan.shape));
+      return released(await fetchList(plan, fetch, options, limits), (pages) => assembleAll(pages, plan.pageSize, plan.shape));
   }
 }
 
@@ -62,28 +63,28 @@ function released(pages: readonly Page[], assemble: (pages: readonly Page[]) => 
  * saw the list, all the pages it had are asked for at once, then any the total says are missing,
  * and any beyond the total are dropped. A list not seen before costs what it always did.
  */
-async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: ExecuteOptions): Promise<Page[]> {
+async function fetchList(plan: AllPagesPlan, fetch: FetchPage, options: FetchOptions, limits: ExecuteLimits): Promise<Page[]> {
   const key = listKey(plan);
-  const known = (await options.pageCounts?.get(key, plan.maxPages)) ?? 1;
+  const known = (await limits.pageCounts?.get(key, plan.maxPages)) ?? 1;
   let pages: Page[] | null = null;
   if (known > 1) {
     try {
-      pages = await fetchAll(listPages(plan, 0, known), upstream, options);
+      pages = await fetchAll(listPages(plan, 0, known), fetch, options, limits);
     } catch (err) {
       // A page past a list that shrank may be refused: go the way a list not seen before goes
       // (but not past the upstream budget, which would only refuse again).
-      if (options.signal?.aborted || err instanceof UpstreamBusy) throw err;
+      if (options.signal.aborted || err instanceof UpstreamBusy) throw err;
     }
   }
-  pages ??= [await upstream.fetch(plan.first, options.signal)];
+  pages ??= [await fetch(plan.first, options)];
   const needed = pageCount(plan, totalItems(pages[0] as Page, plan.shape));
   // Remembered while the rest of the list is fetched (a shared memory answers later; it never rejects).
-  const remembered = options.pageCounts?.set(key, needed);
+  const remembered = limits.pageCounts?.set(key, needed);
   if (needed <= pages.length) {
     await remembered;
     return pages.slice(0, needed);
   }
-  const [rest] = await Promise.all([fetchAll(listPages(plan, pages.length, needed), upstream, options), remembered]);
+  const [rest] = await Promise.all([fetchAll(listPages(plan, pages.length, needed), fetch, options, limits), remembered]);
   return [...pages, ...rest];
 }
 
@@ -93,12 +94,14 @@ async function fetchList(plan: AllPagesPlan, upstream: Fetcher, options: Execute
  */
 async function fetchAll(
   requests: readonly UpstreamRequest[],
-  upstream: Fetcher,
-  { maxConcurrentPages, signal }: ExecuteOptions,
+  fetch: FetchPage,
+  options: FetchOptions,
+  { maxConcurrentPages }: ExecuteLimits,
 ): Promise<Page[]> {
   if (requests.length === 0) return [];
   const failed = new AbortController();
-  const combined = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal;
+  const combined = AbortSignal.any([options.signal, failed.signal]);
+  const each: FetchOptions = { ...options, signal: combined };
   // undici listens on it for each request in flight and again for its body: up to twice
   // `maxConcurrentPages` at once is expected, not a leak.
   setMaxListeners(2 * maxConcurrentPages + 2, combined);
@@ -108,7 +111,7 @@ async function fetchAll(
     while (next < requests.length && !combined.aborted) {
       const index = next++;
       try {
-        results[index] = await upstream.fetch(requests[index] as UpstreamRequest, combined);
+        results[index] = await fetch(requests[index] as UpstreamRequest, each);
       } catch (err) {
         failed.abort(err);
         throw err;

@@ -1,5 +1,5 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { UpstreamOutcome } from './upstream.js';
+import type { UpstreamObservation } from './upstream-client.js';
 
 /**
  * Whether the upstream answers, for the operators (`upstream_up`, the operator listener's `/healthz`,
@@ -28,7 +28,7 @@ export interface UpstreamHealthState {
 export interface UpstreamHealth {
   state(): UpstreamHealthState;
   /** Takes what an upstream request showed (its outcome as the outbound client reports it). */
-  observe(outcome: UpstreamOutcome): void;
+  observe(seen: UpstreamObservation): void;
   /** Probes now unless a request or probe has told within the interval; resolves to whether it is up. */
   check(): Promise<boolean>;
   /** Probes every interval from now on (the app starts it once it listens). */
@@ -46,7 +46,7 @@ export interface UpstreamHealthOptions {
 }
 
 /** Outcomes of a request that reached no HTTP response from the upstream. */
-const DOWN: ReadonlySet<UpstreamOutcome['outcome']> = new Set(['upstream_unreachable', 'upstream_timeout']);
+const DOWN: ReadonlySet<UpstreamObservation['outcome']> = new Set(['upstream_unreachable', 'upstream_timeout']);
 
 export function createUpstreamHealth({ probe, intervalMs, registry, now = Date.now }: UpstreamHealthOptions): UpstreamHealth {
   let state: UpstreamHealthState = { up: null, checkedAt: null, source: null, problem: null, lastUpAt: null };
@@ -101,11 +101,11 @@ export function createUpstreamHealth({ probe, intervalMs, registry, now = Date.n
       // It only keeps the state fresh while no calls do, and never keeps the process alive.
       timer ??= setInterval(() => void check(), intervalMs).unref();
     },
-    observe(outcome) {
+    observe(seen) {
       // A request the call gave up on says nothing of the upstream; a page refused for its content says it answered.
-      if (outcome.outcome === 'cancelled') return;
-      const down = DOWN.has(outcome.outcome) && outcome.status === null;
-      tell(!down, 'request', down ? `${outcome.outcome}${outcome.code === null ? '' : ` (${outcome.code})`}` : null);
+      if (seen.outcome === 'cancelled') return;
+      const down = DOWN.has(seen.outcome) && seen.status === null;
+      tell(!down, 'request', down ? `${seen.outcome}${seen.code === null ? '' : ` (${seen.code})`}` : null);
     },
     check,
     close() {

@@ -23,7 +23,8 @@ import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOG
 import { createOriginRouting } from '../origin/relay.js';
 import { createShared, type Shared } from '../redis/shared.js';
 import { createPlanFetcher } from '../outbound/execute.js';
-import { createUpstream, type Upstream } from '../outbound/upstream.js';
+import { composeFetch, countRequests } from '../outbound/fetch.js';
+import { createUpstream, type Upstream } from '../outbound/upstream-client.js';
 import { createUpstreamHealth } from '../outbound/upstream-health.js';
 import { translateContext } from '../translate/plan.js';
 import { loadCompactPass } from '../xml/compact.js';
@@ -155,36 +156,34 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   const upstream =
     deps.upstream ??
-    createUpstream(config.upstream, (outcome) => {
-      hits.observeUpstream(outcome);
-      upstreamHealth.observe(outcome);
+    createUpstream(config.upstream, (seen) => {
+      hits.observeUpstream(seen);
+      upstreamHealth.observe(seen);
     });
   fastify.addHook('onClose', async () => {
     upstreamHealth.close();
     if (!deps.upstream) await upstream.close();
   });
-  // The appKey's budget (upstream.budget) before every upstream request of a call, a shadow's too.
-  const guarded = createBudget({
+  const budget = createBudget({
     settings: () => running.upstream.budget,
     shared,
     registry,
     log: fastify.log,
     fingerprintOf: (appKey) => clientFingerprint(appKey, config.deprecation.clientIdKey),
-  }).guard(upstream);
-  const budgeted: Upstream = {
-    fetch: (request, signal, requestId, exchange) => guarded.fetch(request, signal, requestId, exchange),
-    reachable: () => upstream.reachable(),
-    close: () => upstream.close(),
-  };
+  });
+  const now = deps.now ?? Date.now;
+  // Made whether or not cache.enabled is on, so that a reload may turn it on; while it is off, the cache passes every page on.
+  const cache = pageCache(fastify, () => running, { shared, registry, now });
+  // The fetch pipeline, the one way to the upstream, listed from the upstream outward: each request
+  // counted in its call's hit as it goes out, after room in its appKey's budget (upstream.budget),
+  // and only for a page the cache cannot serve. A background refresh goes through the layers inside the cache.
+  const fetchPage = composeFetch(upstream.fetch, countRequests, budget, cache.intercept);
 
   // Made once: what holds connections, counts or memory. What a configuration reload may change is
   // made anew for each configuration (`callPathFor`); a call keeps the one it started with.
   const admission = createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds);
   const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages, shared);
-  const origin = originRouting(fastify, config, budgeted, registry);
-  const now = deps.now ?? Date.now;
-  // Made whether or not cache.enabled is on, so that a reload may turn it on; a call path without it skips it.
-  const cache = pageCache(fastify, () => running, { shared, registry, background: budgeted, now });
+  const origin = originRouting(fastify, config, registry);
   registerBrownoutGauge(registry, () => callPath.schedule, now);
   const callPathFor = (current: Config): CallPathOf => {
     const schedule = scheduleOf(current);
@@ -192,7 +191,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       schedule,
       serveCall: createCallServer({
         config: current,
-        upstream: budgeted,
+        fetchPage,
         identify: createClientDirectory(current.clients, current.deprecation.clientIdKey),
         admission,
         context: translateContext(current),
@@ -200,7 +199,6 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         refuse: createRefuser(schedule, now),
         origin,
         hits,
-        cache: current.cache.enabled ? cache : null,
         linkFor: deprecationSignals(current).linkFor,
       }),
       addSignals: createSignalAdder(current, targetOf),
@@ -282,22 +280,19 @@ function readBodiesAsBytes(fastify: FastifyInstance): void {
 }
 
 /** Shadow and passthrough (docs/migration.md §6), closed with the app. */
-function originRouting(fastify: FastifyInstance, config: Config, upstream: Upstream, registry: Registry) {
-  const origin = createOriginRouting({ config, upstream, registry, log: fastify.log });
+function originRouting(fastify: FastifyInstance, config: Config, registry: Registry) {
+  const origin = createOriginRouting({ config, registry, log: fastify.log });
   fastify.addHook('onClose', async () => origin.close());
   return origin;
 }
 
-/**
- * The page cache (docs/operating.md), in front of the app's upstream, which also makes its background
- * refreshes. Closed with the app.
- */
+/** The page cache (docs/operating.md), closed with the app. */
 function pageCache(
   fastify: FastifyInstance,
   settings: () => Config,
-  { shared, registry, background, now }: { shared: Shared; registry: Registry; background: Upstream; now: () => number },
+  { shared, registry, now }: { shared: Shared; registry: Registry; now: () => number },
 ): PageCache {
-  const cache = createPageCache({ settings, shared, registry, background, log: fastify.log, now });
+  const cache = createPageCache({ settings, shared, registry, log: fastify.log, now });
   fastify.addHook('onClose', async () => cache.close());
   return cache;
 }

@@ -1,10 +1,9 @@
 import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission } from '../call/admission.js';
-import { startDeadline } from '../call/deadline.js';
+import { startDeadline, type Deadline } from '../call/deadline.js';
 import { hitOf } from '../call/hit.js';
-import type { PageCache } from '../cache/page-cache.js';
-import type { PageSource } from '../cache/page-source.js';
+import type { CallTally, FetchOptions, FetchPage, PageSource } from '../outbound/fetch.js';
 import type { Outcome } from '../call/outcome.js';
 import { planCall } from '../call/plan.js';
 import { credentialsRead, readCall } from '../call/read.js';
@@ -13,7 +12,7 @@ import type { ClientDirectory } from '../clients/directory.js';
 import type { Caller } from '../clients/directory.js';
 import type { Config, LegacyRoute, RouteName } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
-import { ClientClosedError, LegacyOriginError, UpstreamBusy } from '../errors.js';
+import { ClientClosedError, LegacyOriginError } from '../errors.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
 import { errorPage, isRelayed } from '../inbound/reply.js';
 import { INTERNAL_ERROR } from '../messages.js';
@@ -22,7 +21,6 @@ import { refusalReply } from '../brownouts/refusal.js';
 import type { OriginRouting } from '../origin/relay.js';
 import { routeName, routeOf } from '../origin/routes.js';
 import type { PlanFetcher } from '../outbound/execute.js';
-import type { Fetcher, Upstream } from '../outbound/upstream.js';
 import type { TranslateContext } from '../translate/plan.js';
 import { send } from './http.js';
 
@@ -43,24 +41,23 @@ export type CallServer = <W>(
   reply: FastifyReply,
 ) => Promise<void>;
 
-export interface CallPath {
+export interface CallSteps {
   readonly config: Config;
-  readonly upstream: Upstream;
   readonly identify: ClientDirectory;
   readonly admission: Admission;
   readonly context: TranslateContext;
   readonly fetchPlan: PlanFetcher;
+  /** The fetch pipeline (src/outbound/fetch.ts), composed once by the app: the page cache, the budget, the upstream. */
+  readonly fetchPage: FetchPage;
   readonly refuse: Refuser;
   readonly origin: OriginRouting;
   readonly hits: HitRecorder;
-  /** The page cache between the call and the upstream; null when `cache.enabled` is off. */
-  readonly cache: PageCache | null;
   /** The Link header of a reply whose call has a successor request. */
   readonly linkFor: (successor: string) => string;
 }
 
-export function createCallServer(path: CallPath): CallServer {
-  const { config, upstream, identify, admission, hits } = path;
+export function createCallServer(steps: CallSteps): CallServer {
+  const { config, identify, admission, hits } = steps;
 
   return async function serveCall(binding, serviceRequest, request, reply) {
     const started = performance.now();
@@ -71,8 +68,17 @@ export function createCallServer(path: CallPath): CallServer {
     // so that its hit says who was turned away from what.
     const { read, failure: readFailure } = readCall(binding, serviceRequest);
     const caller = identify(credentialsRead(read).apiKey, remoteAddress);
+    let upstreamRequests = 0;
     const pages: Record<PageSource, number> = { hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0 };
-    const record = (outcome: Outcome, { route, shed, upstreamRequests }: HowServed): void => {
+    const tally: CallTally = {
+      upstreamRequest: () => {
+        upstreamRequests++;
+      },
+      page: (source) => {
+        pages[source]++;
+      },
+    };
+    const record = (outcome: Outcome, route: RouteName, shed: boolean): void => {
       const hit = hitOf({
         requestId,
         read,
@@ -92,70 +98,32 @@ export function createCallServer(path: CallPath): CallServer {
 
     if (!admission.enter()) {
       send(reply, admission.shedReply);
-      return record(
-        { reply: admission.shedReply, failure: readFailure, successor: null },
-        { route: 'translated', shed: true, upstreamRequests: 0 },
-      );
+      return record({ reply: admission.shedReply, failure: readFailure, successor: null }, 'translated', true);
     }
     const deadline = startDeadline(config.upstream.callTimeoutMs);
     const hangUp = (): void => {
       if (!reply.raw.writableFinished) deadline.hungUp();
     };
     reply.raw.once('close', hangUp);
-    let upstreamRequests = 0;
-    const counted: Fetcher = {
-      fetch: async (upstreamRequest, signal, _requestId, exchange) => {
-        upstreamRequests++;
-        try {
-          return await upstream.fetch(upstreamRequest, signal, requestId, exchange);
-        } catch (err) {
-          // Shed by the budget before it went out: not an upstream request.
-          if (err instanceof UpstreamBusy && !err.requested) upstreamRequests--;
-          throw err;
-        }
-      },
-    };
-    // Without the cache every page is a miss; with it, the cache says how each was served.
-    const served = (result: PageSource): void => {
-      pages[result]++;
-    };
-    const fetcher: Fetcher =
-      path.cache === null
-        ? {
-            fetch: async (upstreamRequest, signal) => {
-              const page = await counted.fetch(upstreamRequest, signal);
-              served('miss');
-              return page;
-            },
-          }
-        : path.cache.fetcher(counted, served);
     let routed: Routed;
     try {
-      routed = await route(path, binding, read, readFailure, caller, {
+      routed = await route(steps, binding, read, readFailure, caller, {
         requestId,
         request: serviceRequest,
         userAgent: request.headers['user-agent'],
-        fetcher,
-        signal: deadline.signal,
+        deadline,
+        tally,
       });
       // A relayed reply is bounded by legacy.timeoutMs from here, not by the call's deadline.
       deadline.clear();
-      routed = { ...routed, outcome: await deliver(reply, routed.outcome, path.linkFor) };
+      routed = { ...routed, outcome: await deliver(reply, routed.outcome, steps.linkFor) };
     } finally {
       deadline.clear();
       admission.leave();
     }
     reply.raw.off('close', hangUp);
-    record(routed.outcome, { route: routeName(routed.route), shed: false, upstreamRequests });
+    record(routed.outcome, routeName(routed.route), false);
   };
-}
-
-/** What the hit says of how a call was served, besides its outcome. */
-interface HowServed {
-  readonly route: RouteName;
-  /** Turned away past `server.maxConcurrentCalls`, before anything else. */
-  readonly shed: boolean;
-  readonly upstreamRequests: number;
 }
 
 /** How a call ended, and the route of `legacy.routes` that took it (null: the translated path). */
@@ -164,51 +132,57 @@ interface Routed {
   readonly route: LegacyRoute | null;
 }
 
-interface Exchange {
+/** What the call path knows of a call before it is planned: what its fetches are made with, once it is. */
+interface CallContext {
   readonly requestId: string;
   readonly request: ServiceRequest;
   readonly userAgent: string | undefined;
-  /** The upstream through the page cache, each upstream request counted in the call's hit. */
-  readonly fetcher: Fetcher;
-  readonly signal: AbortSignal;
+  readonly deadline: Deadline;
+  readonly tally: CallTally;
 }
 
 /** Plan once, refuse, route, then the translated path or the legacy origin. Never rejects. */
 async function route<W>(
-  path: CallPath,
+  steps: CallSteps,
   binding: Binding<W>,
   read: Read<W> | null,
   readFailure: unknown,
   caller: Caller,
-  exchange: Exchange,
+  context: CallContext,
 ): Promise<Routed> {
   if (read === null) return { outcome: { reply: errorPage(500, INTERNAL_ERROR), failure: readFailure, successor: null }, route: null };
   let route: LegacyRoute | null = null;
   try {
     if (!read.ok) return { outcome: { reply: binding.writeError(read.error, read.wire), failure: read.error, successor: null }, route };
     const { call, wire } = read;
-    const planned = planCall(call, path.context);
+    const planned = planCall(call, steps.context);
     // Brownouts and sunset: refused as the web method's first line would, before any upstream request.
-    const refused = path.refuse(call, caller, planned.successor);
+    const refused = steps.refuse(call, caller, planned.successor);
     if (refused !== null) {
       const reply = refusalReply(binding.writeError(refused, wire), refused);
       return { outcome: { reply, failure: refused, successor: planned.successor }, route };
     }
-    const translated = (fetcher: Fetcher, signal: AbortSignal) =>
-      translatedOutcome(binding, call, wire, planned, path.fetchPlan, fetcher, signal);
+    // The one options object of every fetch of the call, whichever path makes it.
+    const options: FetchOptions = {
+      requestId: context.requestId,
+      appKey: 'plan' in planned ? planned.plan.appKey : null,
+      deadline: context.deadline.at,
+      signal: context.deadline.signal,
+      tally: context.tally,
+    };
+    const translated = (fetchOptions: FetchOptions) =>
+      translatedOutcome(binding, call, wire, planned, steps.fetchPlan, steps.fetchPage, fetchOptions);
     // Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.
-    route = routeOf(path.config.legacy.routes, call.operation.name, caller);
-    if (route === null) return { outcome: await translated(exchange.fetcher, exchange.signal), route };
-    const outcome = await path.origin.serve(route, {
+    route = routeOf(steps.config.legacy.routes, call.operation.name, caller);
+    if (route === null) return { outcome: await translated(options), route };
+    const outcome = await steps.origin.serve(route, {
       call,
       binding: read.binding,
       caller,
-      request: exchange.request,
-      requestId: exchange.requestId,
-      userAgent: exchange.userAgent,
+      request: context.request,
+      userAgent: context.userAgent,
       successor: planned.successor,
-      signal: exchange.signal,
-      fetcher: exchange.fetcher,
+      options,
       translate: translated,
     });
     return { outcome, route };

@@ -43,7 +43,13 @@ export function successorOf(plan: Plan): string | null {
   return target.length > MAX_SUCCESSOR_LENGTH ? null : target;
 }
 
-export interface AllPagesPlan {
+/** What every plan says besides its requests. */
+interface PlanBase {
+  /** The appKey its requests carry and spend from (their budget); null for none. */
+  readonly appKey: string | null;
+}
+
+export interface AllPagesPlan extends PlanBase {
   readonly kind: 'allPages';
   /** Where the endpoint's pages keep their items (`upstream.answers`). */
   readonly shape: ItemsShape;
@@ -58,15 +64,15 @@ export interface AllPagesPlan {
 
 export type Plan =
   /** One request whose page is the result as it is. */
-  | { readonly kind: 'single'; readonly request: UpstreamRequest }
+  | (PlanBase & { readonly kind: 'single'; readonly request: UpstreamRequest })
   /** Pages `run` of a paged endpoint, fetched concurrently, sliced to `window`. */
-  | {
+  | (PlanBase & {
       readonly kind: 'window';
       readonly window: ItemWindow;
       readonly run: PageRun;
       readonly requests: readonly UpstreamRequest[];
       readonly shape: ItemsShape;
-    }
+    })
   /** Every page of a list, all its items or a failure: the first page, then the rest once the total is known. */
   | AllPagesPlan;
 
@@ -108,17 +114,18 @@ export function targetOf(path: UpstreamPath, apiKey: string | null, context: Tra
   const { maxPagesPerCall } = context.upstream;
   const shape = context.upstream.answers[path];
   return {
-    single: (params) => ({ kind: 'single', request: request(params) }),
+    single: (params) => ({ kind: 'single', appKey, request: request(params) }),
     merchandiseIds: (productTypes) => merchandiseIds(productTypes, context.captions),
     sort: (legacy) => upstreamSort(legacy, context.mapping.sort),
     legacyPageWindow: (pageIndex, pageSize) => legacyPageWindow(pageIndex, pageSize, context.paging),
     itemWindow: (startResults, maxResults) => itemWindow(startResults, maxResults, context.paging),
-    window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall, shape),
+    window: (window, params) => windowPlan(window, request(params), profile(), maxPagesPerCall, shape, appKey),
     allPages: (params) => {
       const pageSize = context.paging.storeLookupPageSize;
       const base = request(params);
       return {
         kind: 'allPages',
+        appKey,
         base,
         profile: profile(),
         pageSize,
@@ -130,7 +137,14 @@ export function targetOf(path: UpstreamPath, apiKey: string | null, context: Tra
   };
 }
 
-function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingProfile, maxPages: number, shape: ItemsShape): Plan {
+function windowPlan(
+  window: ItemWindow,
+  base: UpstreamRequest,
+  profile: PagingProfile,
+  maxPages: number,
+  shape: ItemsShape,
+  appKey: string | null,
+): Plan {
   const { offset, count } = window;
   if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(count) || offset < 0 || count < 0) {
     throw new TranslationError({ code: 'invalid_window', offset, count });
@@ -141,7 +155,7 @@ function windowPlan(window: ItemWindow, base: UpstreamRequest, profile: PagingPr
     throw new TranslationError({ code: 'window_page_cap', count: window.count, pageCount: run.pageCount, maxPages });
   }
   const requests = Array.from({ length: run.pageCount }, (_, i) => pageRequest(base, profile, run.firstPage + i, run.pageSize));
-  return { kind: 'window', window, run, requests, shape };
+  return { kind: 'window', appKey, window, run, requests, shape };
 }
 
 /**

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.js';
 import type { Json } from '../../src/config/validate.js';
 import type { Config } from '../../src/config/schema.js';
-import type { Upstream } from '../../src/outbound/upstream.js';
+import type { Upstream } from '../../src/outbound/upstream-client.js';
 import { buildApp, type App } from '../../src/server/app.js';
 import { startStubUpstream, type StubHandler, type StubUpstream } from './stub-upstream.js';
 

@@ -1,7 +1,7 @@
-import type { Fetcher } from '../../src/outbound/upstream.js';
 import type { UpstreamRequest } from '../../src/translate/plan.js';
 import { parseXml } from '../../src/xml/parse.js';
 import { attribute, childElements, type XmlElement } from '../../src/xml/tree.js';
+import type { TestUpstream } from './fetch-options.js';
 import { startStubUpstream, type StubUpstream } from './stub-upstream.js';
 
 /** How a simulated endpoint names and counts its pages. */
@@ -35,7 +35,7 @@ export function pageDocument(totalItems: number, params: ReadonlyMap<string, str
 }
 
 /** A paged endpoint simulated in memory, every request recorded. */
-export function pagedUpstream(totalItems: number, naming: PageNaming): Fetcher & { readonly requests: UpstreamRequest[] } {
+export function pagedUpstream(totalItems: number, naming: PageNaming): TestUpstream & { readonly requests: UpstreamRequest[] } {
   const requests: UpstreamRequest[] = [];
   return {
     requests,

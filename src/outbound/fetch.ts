@@ -1,0 +1,76 @@
+import type { UpstreamRequest } from '../translate/plan.js';
+import type { Page } from '../xml/compact.js';
+
+/**
+ * The upstream fetch path as one pipeline, in the style of undici's `compose`: the upstream client is
+ * the innermost `FetchPage`, and each layer (counting, the budget, the page cache) is an `Interceptor`
+ * that wraps the one inside it. Every layer gets one `FetchOptions` per fetch and hands it on whole;
+ * a layer that adds something to it (the cache's revalidation, a narrower signal) spreads it.
+ */
+
+/** Where the page cache took one page of a call from: a call's hit counts them (`pages`), as do the cache's metrics. */
+export const PAGE_SOURCES = ['hit', 'miss', 'stale', 'revalidated', 'coalesced'] as const;
+export type PageSource = (typeof PAGE_SOURCES)[number];
+
+/** What a call's hit says of its upstream requests and pages; heard from the layers as each page is served. */
+export interface CallTally {
+  /** One request of the call went to the upstream (past the cache and the budget). */
+  upstreamRequest(): void;
+  /** How one page of the call was served. */
+  page(source: PageSource): void;
+}
+
+/**
+ * What the page cache asks of one fetch beyond the page, and hears of its response. Dropped, it would
+ * cost the cache its validators and the upstream's Cache-Control, never a wrong page.
+ */
+export interface Revalidation {
+  /**
+   * The page the cache holds and its validators: sent as If-None-Match and If-Modified-Since, and a
+   * 304 Not Modified is answered with `page` as it is.
+   */
+  readonly conditional?: { readonly etag: string | null; readonly lastModified: string | null; readonly page: Page };
+  /** Hears the caching headers of the response the page came from (the 304's, when it was one). */
+  readonly responded?: (caching: ResponseCaching) => void;
+}
+
+/** The headers of a response that say how long its page may be kept and how to revalidate it. */
+export interface ResponseCaching {
+  readonly status: number;
+  readonly cacheControl: string | null;
+  readonly etag: string | null;
+  readonly lastModified: string | null;
+  /** Seconds the response already spent in caches on the way (`Age`). */
+  readonly ageSeconds: number;
+}
+
+export interface FetchOptions {
+  /** The legacy call the request is made for, as its hit names it; a background refresh names the call that set it off. */
+  readonly requestId: string;
+  /** The appKey the request spends from (its budget); null when it carries none. Read once, from the call's plan. */
+  readonly appKey: string | null;
+  /** When the call's deadline passes (epoch ms): nothing is waited for past it. */
+  readonly deadline: number;
+  /** Aborts the request; a reason that is a CallError is what the fetch then throws. */
+  readonly signal: AbortSignal;
+  /** The call's hit, told of each request and page; null for a request no call counts (a background refresh, a shadow). */
+  readonly tally: CallTally | null;
+  /** The page cache's, for a conditional request. */
+  readonly revalidation?: Revalidation;
+}
+
+export type FetchPage = (request: UpstreamRequest, options: FetchOptions) => Promise<Page>;
+
+/** One layer of the pipeline: given the fetch inside it, the fetch it makes of it. */
+export type Interceptor = (next: FetchPage) => FetchPage;
+
+/** `upstream` wrapped by each interceptor in turn, listed from the upstream outward: the last is the one a call meets first. */
+export function composeFetch(upstream: FetchPage, ...interceptors: readonly Interceptor[]): FetchPage {
+  return interceptors.reduce<FetchPage>((next, intercept) => intercept(next), upstream);
+}
+
+/** Counts each request that reaches it in its call's hit: placed just outside the upstream, it counts what went out. */
+export const countRequests: Interceptor = (next) => (request, options) => {
+  options.tally?.upstreamRequest();
+  return next(request, options);
+};
