@@ -8,7 +8,7 @@ import type { Json } from '../src/config/validate.js';
 import { startDemoUpstream } from '../src/demo/upstream.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import { tuneHeap } from '../src/start/heap.js';
-import { createLogger } from '../src/start/main.js';
+import { createLogger } from '../src/log/loggers.js';
 import { buildApp } from '../src/server/app.js';
 
 /**

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The log lines' stream (src/start/main.ts) on a descriptor that is not blocking, whose reader lags:
+ * The log lines' stream (src/log/loggers.ts) on a descriptor that is not blocking, whose reader lags:
  * the hit file opened on a FIFO, or stdout sharing its pipe with stderr. Writing must never stall the
  * event loop, and no line may be lost or written twice once the reader reads again.
  *
@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 const FIFO_AVAILABLE = spawnSync('mkfifo', ['--version']).status === 0;
 
 /** The built module (`npm test` compiles it first). */
-const MAIN = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'src', 'start', 'main.js')).href;
+const LOGGERS = pathToFileURL(join(import.meta.dirname, '..', 'dist', 'src', 'log', 'loggers.js')).href;
 
 /** What the child reports. */
 interface Written {
@@ -33,7 +33,7 @@ interface Written {
 
 const CHILD = `
 import { closeSync, constants, openSync, readSync } from 'node:fs';
-const { lineStream } = await import(process.env.MAIN);
+const { lineStream } = await import(process.env.LOGGERS);
 const path = process.env.FIFO;
 function drain(fd) {
   const chunk = Buffer.alloc(1 << 16);
@@ -77,7 +77,7 @@ describe.skipIf(!FIFO_AVAILABLE)('log lines on a descriptor that is not blocking
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', CHILD], {
       encoding: 'utf8',
-      env: { PATH: process.env.PATH, MAIN, FIFO: fifo },
+      env: { PATH: process.env.PATH, LOGGERS, FIFO: fifo },
       timeout: 10_000,
       maxBuffer: 16 * 1024 * 1024,
     });
