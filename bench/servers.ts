@@ -5,7 +5,7 @@ import * as soap from 'soap';
 import { Agent, request } from 'undici';
 import { loadConfig } from '../src/config/load.js';
 import type { Json } from '../src/config/validate.js';
-import { startDemoUpstream } from '../src/demo/upstream.js';
+import { startDemoUpstream } from '../src/demo/demo-server.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import { tuneHeap } from '../src/start/heap.js';
 import { createLogger } from '../src/log/loggers.js';

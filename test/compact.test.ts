@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
-import { startDemoUpstream } from '../src/demo/upstream.js';
+import { startDemoUpstream } from '../src/demo/demo-server.js';
 import { assembleAll, assembleWindow } from '../src/translate/assemble.js';
 import { planPages } from '../src/translate/paging.js';
 import { compactDocument, decodeBody, indentedDocument, soapContent, type CompactDocument, type Page } from '../src/xml/compact.js';

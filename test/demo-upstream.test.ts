@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
 import type { Config } from '../src/config/schema.js';
 import { catalogOptions, generateCatalog, storeDesignCounts, type Design, type Product } from '../src/demo/catalog.js';
-import { MAX_BODY_BYTES, startDemoUpstream, type DemoUpstream } from '../src/demo/upstream.js';
+import { MAX_BODY_BYTES, startDemoUpstream, type DemoUpstream } from '../src/demo/demo-server.js';
 import { parseXml } from '../src/xml/parse.js';
 import { attribute, childElements, innerText, type XmlElement } from '../src/xml/tree.js';
 

@@ -6,7 +6,7 @@ import { checkProduction, loadConfig } from '../config/load.js';
 import { adminUnguarded } from '../config/loopback.js';
 import { ConfigError, redactUrl } from '../config/problems.js';
 import type { Config } from '../config/schema.js';
-import { startDemoUpstream, type DemoUpstream } from '../demo/upstream.js';
+import { startDemoUpstream, type DemoUpstream } from '../demo/demo-server.js';
 import { createHitsFileLogger, createLogger, LINE_FORMAT, lineStream } from '../log/loggers.js';
 import { tuneHeap } from './heap.js';
 import { redact } from '../redaction/redact.js';

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/config/load.js';
 import type { Json } from '../../src/config/validate.js';
 import type { Catalog } from '../../src/demo/catalog.js';
-import { startDemoUpstream, type DemoUpstream } from '../../src/demo/upstream.js';
+import { startDemoUpstream, type DemoUpstream } from '../../src/demo/demo-server.js';
 import { skipClientSuite } from './clients.js';
 import { TEST_CLIENT_ID_KEY } from './config.js';
 
