@@ -115,7 +115,10 @@ async function startFacade(options: Options): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-/** As `npm start` runs it: its heap flags set (src/start/heap.ts), a hit logged for every call (to stdout, which the benchmark discards). */
+/**
+ * As `npm start` runs it: its heap flags set (src/start/heap.ts), a hit logged for every call (to
+ * stdout, which the benchmark discards).
+ */
 async function startProxy(options: Options): Promise<string> {
   tuneHeap();
   const config = loadConfig({}, { upstream: { baseUrl: options.upstream as string, appKey: APP_KEY } }, options.proxyConfig ?? {});

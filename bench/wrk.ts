@@ -22,7 +22,8 @@ export interface WrkRun {
 /** `text` as a Lua string literal: every byte but printable ASCII, and the quote and the backslash, as a three-digit decimal escape. */
 function luaString(text: string): string {
   const bytes = [...Buffer.from(text, 'utf8')];
-  return `"${bytes.map((b) => (b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`)).join('')}"`;
+  const printable = (b: number): boolean => b >= 0x20 && b < 0x7f && b !== 0x22 && b !== 0x5c;
+  return `"${bytes.map((b) => (printable(b) ? String.fromCharCode(b) : `\\${String(b).padStart(3, '0')}`)).join('')}"`;
 }
 
 /** The request as a wrk script: wrk sends GET with no body unless a script says otherwise. */

@@ -200,11 +200,19 @@ describe('product.search.cp', () => {
     const lines = body.split('\n');
     expect(lines[1]).toBe('  <mainResults>');
     expect(lines[2]).toMatch(
-      /^ {4}<searchResultItem type="IMAGE" mediaUrl="http:\/\/images\.cafepress\.com\/image\/\d+_125x125\.jpg" marketplaceUrl="[^"]+" mediaId="\d+">$/,
+      new RegExp(
+        /^ {4}<searchResultItem type="IMAGE" mediaUrl="http:\/\/images\.cafepress\.com\/image\/\d+_125x125\.jpg" /.source +
+          /marketplaceUrl="[^"]+" mediaId="\d+">$/.source,
+      ),
     );
     expect(lines[3]).toBe('      <products total="3">');
     expect(lines[4]).toMatch(
-      /^ {8}<product thumbnailUrl="[^"]*" marketplaceUrl="[^"]*" productTypeNumber="\d+" item="[^"]*" price="\$\d+\.\d\d" marketplacePrice="\d+\.\d\d" productNumber="\d+" caption="[^"]*" sellerDescription="[^"]*" storeName="[^"]*" storeUrl="[^"]*" parentSectionName="[^"]*" parentSectionUrl="[^"]*">$/,
+      new RegExp(
+        /^ {8}<product thumbnailUrl="[^"]*" marketplaceUrl="[^"]*" productTypeNumber="\d+" item="[^"]*" /.source +
+          /price="\$\d+\.\d\d" marketplacePrice="\d+\.\d\d" productNumber="\d+" caption="[^"]*" /.source +
+          /sellerDescription="[^"]*" storeName="[^"]*" storeUrl="[^"]*" /.source +
+          /parentSectionName="[^"]*" parentSectionUrl="[^"]*">$/.source,
+      ),
     );
     expect(lines.at(-1)).toBe('</searchResultSet>');
     expect(body).toContain('  <searchQuery>\n    <searchString />\n  </searchQuery>\n  <subtopics>\n    <subtopic>');
@@ -409,7 +417,8 @@ describe('product.searchForProduct.cp', () => {
         '<searchResultSet totalDesigns="1" totalProducts="1" startResult="0" resultLength="1" version="3" sort="by_score_desc">',
         '  <mainResults>',
         `    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/${design.mediaId}_125x125.jpg" ` +
-          `marketplaceUrl="http://www.cafepress.com/buy/${design.caption.split(' ')[0]?.toLowerCase()}/-/pv_design_details/pg_1/id_${design.mediaId}/hlv_1" mediaId="${design.mediaId}">`,
+          `marketplaceUrl="http://www.cafepress.com/buy/${design.caption.split(' ')[0]?.toLowerCase()}` +
+          `/-/pv_design_details/pg_1/id_${design.mediaId}/hlv_1" mediaId="${design.mediaId}">`,
         '      <products total="1">',
         `        <product ` +
           `thumbnailUrl="http://www.cafepress.com/cp/search/image.aspx?p=${product.productNumber}&amp;i=${design.mediaId}" ` +
@@ -521,7 +530,11 @@ describe('errors', () => {
     expect(answer.status).toBe(400);
     expect(answer.headers.get('content-type')).toBe('text/xml; charset=utf-8');
     expect(answer.body).toMatch(
-      /^<help>\n {2}<exception-message>Invalid sort value 'by_price'\. Acceptable values: by_score_desc, by_date_desc\.<\/exception-message>\n {2}<documentation>product\.search\.cp: [^<]+<\/documentation>\n<\/help>$/,
+      new RegExp(
+        /^<help>\n {2}<exception-message>Invalid sort value 'by_price'\. /.source +
+          /Acceptable values: by_score_desc, by_date_desc\.<\/exception-message>\n/.source +
+          / {2}<documentation>product\.search\.cp: [^<]+<\/documentation>\n<\/help>$/.source,
+      ),
     );
   });
 

@@ -237,7 +237,8 @@ describe('renderOperationHelp', () => {
         ' HTTP/1.1\r\nHost: legacy.example.com\r\n',
     );
     expect(shown(getRequest!)).toBe(
-      'GET /index.asmx/StoreLookupPaged?storeId=string&apiKey=string&version=string&productTypes=string&pageIndex=string&pageSize=string HTTP/1.1\r\nHost: legacy.example.com\r\n',
+      'GET /index.asmx/StoreLookupPaged?storeId=string&apiKey=string&version=string&productTypes=string&pageIndex=string&pageSize=string ' +
+        'HTTP/1.1\r\nHost: legacy.example.com\r\n',
     );
   });
 

@@ -231,7 +231,10 @@ describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
     ).toBe(
       '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" ' +
         'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
-        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Unable to handle request without a valid action parameter. Please supply a valid soap action.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault>' +
+        '<soap:Code><soap:Value>soap:Sender</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">' +
+        'Unable to handle request without a valid action parameter. Please supply a valid soap action.</soap:Text></soap:Reason>' +
+        '<soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
     );
   });
 

@@ -468,7 +468,9 @@ describe('npm start', () => {
     const exit = await run({ PORT: '8090', ADMIN_PORT: '8090' });
     expect(exit.code).toBe(1);
     expect(exit.stderr.trim()).toBe(
-      "Invalid configuration: ADMIN_PORT (server.adminPort) must differ from server.port (8090): the operator endpoints have a listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in server.operatorOnServicePort.",
+      'Invalid configuration: ADMIN_PORT (server.adminPort) must differ from server.port (8090): the operator endpoints have a ' +
+        "listener of their own. Choose another port, or set it to null and name the endpoints the service's port should serve in " +
+        'server.operatorOnServicePort.',
     );
   });
 

@@ -82,7 +82,8 @@ describe('requests sent upstream', () => {
       ),
     );
     expect(asked()).toEqual([
-      '/v3/product.search.cp?v=3&appKey=K1&query=dog&merchandiseIds=-999&maxProductsPerDesign=1&sort=by_date_desc&pageNumber=7&resultsPerPage=15',
+      '/v3/product.search.cp?v=3&appKey=K1&query=dog&merchandiseIds=-999&maxProductsPerDesign=1&sort=by_date_desc' +
+        '&pageNumber=7&resultsPerPage=15',
     ]);
     expect(itemIds(result)).toEqual(range(95, 105));
     expect(attribute(result, 'startResult')).toBe('95');

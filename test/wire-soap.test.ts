@@ -476,7 +476,10 @@ describe('§2.4 decision table', () => {
     expect(response.text).toBe(
       '<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope" ' +
         'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" ' +
-        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:Receiver</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">Server was unable to process request. ---&gt; Data at the root level is invalid. Line 1, position 1.</soap:Text></soap:Reason><soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
+        'xmlns:xsd="http://www.w3.org/2001/XMLSchema"><soap:Body><soap:Fault>' +
+        '<soap:Code><soap:Value>soap:Receiver</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">' +
+        'Server was unable to process request. ---&gt; Data at the root level is invalid. Line 1, position 1.</soap:Text></soap:Reason>' +
+        '<soap:Detail /></soap:Fault></soap:Body></soap:Envelope>',
     );
   });
 });
@@ -1092,7 +1095,8 @@ describe('§8 what real clients send', () => {
 
   const phpEnvelope = (version: Version): string =>
     `<?xml version="1.0" encoding="UTF-8"?>\n<SOAP-ENV:Envelope xmlns:SOAP-ENV="${ENV_NS[version]}" ` +
-    `xmlns:ns1="${SERVICE_NAMESPACE}"><SOAP-ENV:Body><ns1:Search><ns1:query>${QUERY}</ns1:query></ns1:Search></SOAP-ENV:Body></SOAP-ENV:Envelope>\n`;
+    `xmlns:ns1="${SERVICE_NAMESPACE}"><SOAP-ENV:Body><ns1:Search><ns1:query>${QUERY}</ns1:query></ns1:Search></SOAP-ENV:Body>` +
+    '</SOAP-ENV:Envelope>\n';
 
   it('PHP-style SOAP 1.1: unquoted SOAPAction, SOAP-ENV and ns1 prefixes', async () => {
     expectOutcome(
