@@ -85,8 +85,9 @@ export async function start(
   if (adminUnguarded(config.server)) {
     logger.warn(
       { event: 'admin_token_missing', key: 'server.adminToken' },
-      `The operator listener leaves loopback (server.adminHost ${config.server.adminHost}) without server.adminToken: /ledger and /reload answer 403 ` +
-        `to everyone until ADMIN_TOKEN or ADMIN_TOKEN_FILE is set (refused at start when NODE_ENV is "production").`,
+      `The operator listener leaves loopback (server.adminHost ${config.server.adminHost}) without server.adminToken: ` +
+        '/ledger and /reload answer 403 to everyone until ADMIN_TOKEN or ADMIN_TOKEN_FILE is set (refused at start when NODE_ENV ' +
+        'is "production").',
     );
   }
 
