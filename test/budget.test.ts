@@ -217,7 +217,7 @@ describe('with a budget, on one instance without Redis', () => {
     expect(JSON.stringify(proxy.lines)).not.toMatch(/key-[abc]/);
   });
 
-  it("a 403 whose body only holds the gateway's words (a caller's text echoed) is the fault it always was, and pauses nothing", async () => {
+  it("a 403 whose body only holds the gateway's words (a caller's text echoed) is the fault it always was, pausing nothing", async () => {
     const upstream = await stub((req, res) => {
       const query = new URL(req.url ?? '/', 'http://upstream').searchParams.get('query') ?? '';
       res.writeHead(403, { 'content-type': 'text/html' });
@@ -380,7 +380,7 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     return { bucket, pause: bucket.replace(':budget:', ':budget-pause:') };
   }
 
-  it('a pause in Redis is obeyed only when the fleet sealed it, and no longer than it says: else deleted, counted, the call goes out', async () => {
+  it('a pause in Redis is obeyed only when the fleet sealed it, no longer than it says: else deleted, counted, the call goes', async () => {
     const upstream = await timedUpstream();
     // A bucket kept for seconds (10 at 2 a second), for the test to find it.
     const proxy = await instance(upstream, shared({ requestsPerSecond: 2, burst: 10 }));
@@ -492,7 +492,8 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
       const [a, b] = [await instance(upstream, settings), await instance(upstream, settings)];
       const store = (base: string): Promise<Response> =>
         fetch(
-          `${base}/index.asmx/StoreLookup?${new URLSearchParams({ storeId: 'big', apiKey: 'store-key-123', version: '1', productTypes: '' })}`,
+          `${base}/index.asmx/StoreLookup?` +
+            new URLSearchParams({ storeId: 'big', apiKey: 'store-key-123', version: '1', productTypes: '' }).toString(),
         );
       expect((await store(a.base)).status).toBe(200);
       // 600 items in pages of 256: the first page, then the two others once its total is known.

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '..');
 const MAX_LINE_CHARACTERS = 140;
 /** The folders checked, every `.ts` file in them and below. */
-const FOLDERS = ['src'];
+const FOLDERS = ['src', 'test', 'bench'];
 
 function typeScriptFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Json } from '../src/config/validate.js';
 import { UpstreamError } from '../src/errors.js';
@@ -28,44 +30,7 @@ function readResponse(status: number, text: string, root: string, secrets: reado
 const ROOT = 'searchResultSet';
 
 /** A `searchResultSet` page as the upstream writes it: no XML declaration, 2-space indentation. */
-const SEARCH_RESULT =
-  `<searchResultSet totalDesigns="2" totalProducts="3" startResult="0" resultLength="2" version="3" ` +
-  `sort="by_score_desc">
-  <mainResults>
-    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/101_125x125.jpg" marketplaceUrl="http://www.cafepress.com/+dog,101" mediaId="101">
-      <products total="2">
-        <product thumbnailUrl="http://t/1.jpg" marketplaceUrl="http://m/1" productTypeNumber="2" item="Mug       " price="$5.49" marketplacePrice="5.00" productNumber="1001" caption="Dog" sellerDescription="A dog" storeName="Spay Neuter &amp;amp; Rescue" storeUrl="http://s" parentSectionName="" parentSectionUrl="http://s">
-          <colors />
-          <sizes />
-        </product>
-        <product thumbnailUrl="http://t/2.jpg" marketplaceUrl="http://m/2" productTypeNumber="6" item="White T-Shirt   " price="$9.99" marketplacePrice="9.00" productNumber="1002" caption="Dog" sellerDescription="A dog" storeName="dogs" storeUrl="http://s" parentSectionName="" parentSectionUrl="http://s">
-          <colors>
-            <color>White</color>
-          </colors>
-          <sizes>
-            <size>Small</size>
-            <size>2X-Large (+$3.00)</size>
-          </sizes>
-        </product>
-      </products>
-    </searchResultItem>
-    <searchResultItem type="IMAGE" mediaUrl="http://images.cafepress.com/image/102_125x125.jpg" marketplaceUrl="http://www.cafepress.com/+dog,102" mediaId="102">
-      <products total="1">
-        <product thumbnailUrl="http://t/3.jpg" marketplaceUrl="http://m/3" productTypeNumber="2" item="Mug       " price="$5.49" marketplacePrice="5.00" productNumber="1003" caption="Puppy" sellerDescription="" storeName="dogs" storeUrl="http://s" parentSectionName="" parentSectionUrl="http://s">
-          <colors />
-          <sizes />
-        </product>
-      </products>
-    </searchResultItem>
-  </mainResults>
-  <searchQuery>
-    <searchString>dog</searchString>
-  </searchQuery>
-  <subtopics>
-    <subtopic>puppy</subtopic>
-  </subtopics>
-</searchResultSet>
-`;
+const SEARCH_RESULT = readFileSync(join(import.meta.dirname, 'fixtures', 'search-result.xml'), 'utf8');
 
 const ROOT_ATTRIBUTES = [
   ['totalDesigns', '2'],

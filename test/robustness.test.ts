@@ -497,7 +497,8 @@ describe('the operator listener', () => {
 describe('hostile input', () => {
   const envelope = (version: '1.1' | '1.2', op: string): string =>
     `<?xml version="1.0" encoding="utf-8"?><soap:Envelope ` +
-    `xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}"><soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;
+    `xmlns:soap="${version === '1.1' ? 'http://schemas.xmlsoap.org/soap/envelope/' : 'http://www.w3.org/2003/05/soap-envelope'}">` +
+    `<soap:Body><${op} xmlns="http://tempuri.org/" /></soap:Body></soap:Envelope>`;
 
   it('a Content-Type parameter with a long run of spaces inside is read in linear time', async () => {
     const proxy = await proxyTo((await upstream(never)).origin);
