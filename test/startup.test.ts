@@ -476,7 +476,7 @@ describe('npm start', () => {
 
   it("keeps keys out of the operators' lines that quote text the proxy did not write (fastify's warnings, error messages)", () => {
     const script = [
-      "import { createOperatorLogger } from './dist/src/start/main.js';",
+      "import { createOperatorLogger } from './dist/src/start/loggers.js';",
       'const log = createOperatorLogger("info");',
       'log.warn(\'Reply was already sent, did you forget to "return reply" in the "/index.asmx/Search?query=x&apiKey=%2bsecret-one" ' +
         "(GET) route?');",

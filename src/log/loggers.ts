@@ -3,7 +3,7 @@ import type { Config } from '../config/schema.js';
 
 /**
  * The log lines: JSON lines on a descriptor, written as they come, and the loggers that write them.
- * The operators' logger, which also redacts keys, is start-up's (src/start/main.ts): the redaction
+ * The operators' logger, which also redacts keys, is start-up's (src/start/loggers.ts): the redaction
  * sits above this layer.
  */
 

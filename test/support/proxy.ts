@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/config/load.js';
 import type { Json } from '../../src/config/validate.js';
-import { createOperatorLogger, start, type Running } from '../../src/start/main.js';
+import { createOperatorLogger } from '../../src/start/loggers.js';
+import { start, type Running } from '../../src/start/main.js';
 import { logInMemory } from './log-check.js';
 
 /** A proxy started in the test's process, with the lines it logged (operators' lines and hits, as in production). */
