@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createShadows } from '../src/origin/shadows.js';
+import { createShadows } from '../src/legacy-service/shadows.js';
 import { readResponse } from '../src/outbound/response.js';
 import { redact } from '../src/redaction/redact.js';
 import { escapedUrls, everySpelling, OPERATOR_SPELLINGS, spelledKeys } from './support/spellings.js';

@@ -5,7 +5,7 @@ import type { DeprecationHit } from '../deprecation/hits.js';
 import { CallRefused, failureReason, UpstreamBusy } from '../errors.js';
 import type { Read } from '../inbound/binding.js';
 import { redactCallerText } from '../redaction/caller-text.js';
-import type { Outcome } from './outcome.js';
+import type { Ending } from '../inbound/ending.js';
 import { credentialsRead } from './read.js';
 
 /** What the hit of one call is made of. */
@@ -13,7 +13,7 @@ export interface CallRecord {
   readonly requestId: string;
   readonly read: Read<unknown> | null;
   readonly caller: Caller;
-  readonly outcome: Outcome;
+  readonly ending: Ending;
   readonly route: RouteName;
   /** Turned away past `server.maxConcurrentCalls`. */
   readonly shed: boolean;
@@ -25,7 +25,7 @@ export interface CallRecord {
   readonly userAgent: string | null;
 }
 
-function outcomeOf({ shed, outcome: { failure } }: CallRecord): DeprecationHit['outcome'] {
+function outcomeOf({ shed, ending: { failure } }: CallRecord): DeprecationHit['outcome'] {
   if (shed || failure instanceof UpstreamBusy) return 'shed';
   if (failure === null) return 'ok';
   return failure instanceof CallRefused ? 'refused' : 'fault';
@@ -33,8 +33,8 @@ function outcomeOf({ shed, outcome: { failure } }: CallRecord): DeprecationHit['
 
 /** The deprecation hit of a call: the same fields whatever its binding and outcome. */
 export function hitOf(record: CallRecord): DeprecationHit {
-  const { read, caller, outcome } = record;
-  const { failure } = outcome;
+  const { read, caller, ending } = record;
+  const { failure } = ending;
   const reason = failure === null ? null : failureReason(failure);
   const operation = read === null ? null : read.ok ? read.call.operation : read.operation;
   const { apiKey, version } = credentialsRead(read);
@@ -49,11 +49,11 @@ export function hitOf(record: CallRecord): DeprecationHit {
     contact: caller.contact,
     legacyVersion: redactCallerText(version, apiKey),
     replacement: operation?.replacement ?? '',
-    successor: outcome.successor,
+    successor: ending.successor,
     route: record.route,
     outcome: outcomeOf(record),
     reason,
-    status: outcome.reply.status,
+    status: ending.reply.status,
     durationMs: Math.round(record.durationMs * 1000) / 1000,
     upstreamRequests: record.upstreamRequests,
     pages: { ...record.pages },

@@ -4,7 +4,7 @@ import type { PlanFetcher } from '../outbound/execute.js';
 import type { FetchOptions, FetchPage } from '../outbound/fetch.js';
 import { releasePage } from '../xml/compact.js';
 import type { LegacyCall } from '../operations.js';
-import type { WrittenOutcome } from './outcome.js';
+import type { WrittenEnding } from '../inbound/ending.js';
 import { shedReply } from './admission.js';
 import type { Planned } from './plan.js';
 
@@ -13,7 +13,7 @@ import type { Planned } from './plan.js';
  * by the binding; any failure written as the binding's fault or error text, but a call over the
  * upstream budget, which is shed. Rejects only on a binding's own defect.
  */
-export async function translatedOutcome<W>(
+export async function translatedEnding<W>(
   binding: Binding<W>,
   call: LegacyCall,
   wire: W,
@@ -21,7 +21,7 @@ export async function translatedOutcome<W>(
   fetchPlan: PlanFetcher,
   fetch: FetchPage,
   options: FetchOptions,
-): Promise<WrittenOutcome> {
+): Promise<WrittenEnding> {
   try {
     if ('error' in planned) throw planned.error;
     const result = await fetchPlan(planned.plan, fetch, options);

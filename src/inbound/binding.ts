@@ -5,7 +5,7 @@ import type { Reply } from './reply.js';
 /**
  * A binding: one of the ways a legacy call arrives (SOAP, HTTP GET, HTTP POST) and is answered. The
  * dispatcher asks each registered binding whether it takes a request (src/inbound/bindings.ts); the
- * call path (src/server/serve-call.ts) reads the call with it, has it translated and fetched, and
+ * call path (src/call/serve.ts) reads the call with it, has it translated and fetched, and
  * writes the reply or the error with the same binding. `W` is what the binding learns while reading that it needs to
  * write (for SOAP, the version).
  */

@@ -20,7 +20,7 @@ import { createRegistry } from '../metrics/registry.js';
 import { callBindings } from '../inbound/bindings.js';
 import { errorPage, type Reply } from '../inbound/reply.js';
 import { BAD_REQUEST, INTERNAL_ERROR, MAX_REQUEST_LENGTH, REQUEST_FORMAT_UNRECOGNIZED } from '../messages.js';
-import { createOriginRouting } from '../origin/relay.js';
+import { createLegacyRouting } from '../legacy-service/relay.js';
 import { createShared, type Shared } from '../redis/shared.js';
 import { createPlanFetcher } from '../outbound/execute.js';
 import { composeFetch, countRequests } from '../outbound/fetch.js';
@@ -32,17 +32,18 @@ import { hostCheck } from './admin-host.js';
 import { createDescriptionServer } from './descriptions.js';
 import { createDispatcher } from './dispatcher.js';
 import { createHealth, type Health } from './health.js';
-import { send, targetReader } from './http.js';
+import { send } from '../inbound/send.js';
+import { targetReader } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
 import { createOperatorRefusals } from './operator-refusals.js';
 import { operatorGuard } from './operator-token.js';
-import { createCallServer, type CallServer } from './serve-call.js';
+import { createCallServer, type CallServer } from '../call/serve.js';
 import { createReloader, reloadRoute, type Reloader } from './reload.js';
 import { createSignalAdder, type SignalAdder } from './signals.js';
 
 /**
  * The HTTP front (docs/architecture.md): fastify with one catch-all route, the service dispatcher,
- * which hands a call to its binding and the call path (src/server/serve-call.ts) and a description
+ * which hands a call to its binding and the call path (src/call/serve.ts) and a description
  * request to the descriptions; the deprecation signals on every reply from the service path; the
  * probes; and the operator listener with `/metrics` and `/ledger`. Everything here is made once.
  */
@@ -89,8 +90,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const targetOf = targetReader(servicePath);
   /** The configuration new calls get, and what the call path made of it (below). */
   let running = config;
-  let callPath: CallPathOf;
-  const addSignals: SignalAdder = (request, reply) => callPath.addSignals(request, reply);
+  let configured: Configured;
+  const addSignals: SignalAdder = (request, reply) => configured.addSignals(request, reply);
   const fastify = Fastify({
     loggerInstance: deps.logger ?? pino({ level: config.log.level }),
     bodyLimit: config.server.bodyLimitBytes,
@@ -180,12 +181,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const fetchPage = composeFetch(upstream.fetch, countRequests, budget, cache.intercept);
 
   // Made once: what holds connections, counts or memory. What a configuration reload may change is
-  // made anew for each configuration (`callPathFor`); a call keeps the one it started with.
+  // made anew for each configuration (`configuredFor`); a call keeps the one it started with.
   const admission = createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds);
   const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages, shared);
-  const origin = originRouting(fastify, config, registry);
-  registerBrownoutGauge(registry, () => callPath.schedule, now);
-  const callPathFor = (current: Config): CallPathOf => {
+  const legacy = legacyRouting(fastify, config, registry);
+  registerBrownoutGauge(registry, () => configured.schedule, now);
+  const configuredFor = (current: Config): Configured => {
     const schedule = scheduleOf(current);
     return {
       schedule,
@@ -197,19 +198,19 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         context: translateContext(current),
         fetchPlan,
         refuse: createRefuser(schedule, now),
-        origin,
+        legacy,
         hits,
         linkFor: deprecationSignals(current).linkFor,
       }),
       addSignals: createSignalAdder(current, targetOf),
     };
   };
-  callPath = callPathFor(config);
-  const serveCall: CallServer = (binding, serviceRequest, request, reply) => callPath.serveCall(binding, serviceRequest, request, reply);
+  configured = configuredFor(config);
+  const serveCall: CallServer = (binding, serviceRequest, request, reply) => configured.serveCall(binding, serviceRequest, request, reply);
   const reload = (next: Config): Reloaded => {
     const applied = reloaded(running, next);
     running = applied.config;
-    callPath = callPathFor(running);
+    configured = configuredFor(running);
     return applied;
   };
   const reloadFromSource = createReloader(deps.configSource ?? (() => config), reload, fastify.log);
@@ -280,10 +281,10 @@ function readBodiesAsBytes(fastify: FastifyInstance): void {
 }
 
 /** Shadow and passthrough (docs/migration.md §6), closed with the app. */
-function originRouting(fastify: FastifyInstance, config: Config, registry: Registry) {
-  const origin = createOriginRouting({ config, registry, log: fastify.log });
-  fastify.addHook('onClose', async () => origin.close());
-  return origin;
+function legacyRouting(fastify: FastifyInstance, config: Config, registry: Registry) {
+  const legacy = createLegacyRouting({ config, registry, log: fastify.log });
+  fastify.addHook('onClose', async () => legacy.close());
+  return legacy;
 }
 
 /** The page cache (docs/operating.md), closed with the app. */
@@ -297,8 +298,8 @@ function pageCache(
   return cache;
 }
 
-/** What the call path is made of for one configuration: a reload makes it anew (`callPathFor`). */
-interface CallPathOf {
+/** What is made of one configuration (the call path, its schedule, its signals): a reload makes it anew (`configuredFor`). */
+interface Configured {
   /** The brownouts and sunset its refusals follow, which the brownout gauge reads too. */
   readonly schedule: Schedule;
   readonly serveCall: CallServer;

@@ -3,7 +3,7 @@ import type { Config } from '../config/schema.js';
 import { describeService } from '../inbound/description/describe.js';
 import { errorPage } from '../inbound/reply.js';
 import { INVALID_HOSTNAME } from '../messages.js';
-import { send } from './http.js';
+import { send } from '../inbound/send.js';
 
 /** Answers a GET of the service path: WSDL, disco or help (docs/wire.md §7), at the public address of the service (§7.1). */
 export type DescriptionServer = (request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string) => void;

@@ -6,8 +6,8 @@ import { NOT_FOUND, errorPage } from '../inbound/reply.js';
 import { REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';
 import type { DescriptionServer } from './descriptions.js';
 import type { RequestTarget } from './http.js';
-import { send } from './http.js';
-import type { CallServer } from './serve-call.js';
+import { send } from '../inbound/send.js';
+import type { CallServer } from '../call/serve.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,17 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Reply } from '../inbound/reply.js';
-import { giveBack } from '../xml/pool.js';
+import type { FastifyRequest } from 'fastify';
 
-/** What the fastify plugins of the HTTP front share: sending a reply, reading the request target. */
-
-export function send(to: FastifyReply, reply: Reply): void {
-  to.code(reply.status).header('content-type', reply.contentType).header('cache-control', reply.cacheControl);
-  if (reply.headers) to.headers(reply.headers);
-  // Bytes the pool lent (src/xml/pool.ts) go back once written to the socket: not before, node writes from them.
-  const { body } = reply;
-  if (typeof body !== 'string') to.raw.once('finish', () => giveBack(body));
-  to.send(body);
-}
+/** Where a request goes, read once as it arrives. */
 
 /**
  * Where a request goes, decided once as it arrives (the dispatcher, the deprecation signals and the

@@ -6,7 +6,7 @@ import type { RequestTarget } from './http.js';
 /**
  * Deprecation, Sunset and Link on every reply from the service path (docs/wire.md §9), fastify's own
  * replies too: run as the reply goes out. A call's own Link, which names its successor request, is set
- * where its reply is sent (src/server/serve-call.ts) and left as it is here.
+ * where its reply is sent (src/call/serve.ts) and left as it is here.
  */
 export type SignalAdder = (request: FastifyRequest, reply: FastifyReply) => void;
 

@@ -1,13 +1,13 @@
 import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Admission } from '../call/admission.js';
-import { startDeadline, type Deadline } from '../call/deadline.js';
-import { hitOf } from '../call/hit.js';
+import type { Admission } from './admission.js';
+import { startDeadline, type Deadline } from './deadline.js';
+import { hitOf } from './hit.js';
 import type { CallTally, FetchOptions, FetchPage, PageSource } from '../outbound/fetch.js';
-import type { Outcome } from '../call/outcome.js';
-import { planCall } from '../call/plan.js';
-import { credentialsRead, readCall } from '../call/read.js';
-import { translatedOutcome } from '../call/translated.js';
+import type { Ending } from '../inbound/ending.js';
+import { planCall } from './plan.js';
+import { credentialsRead, readCall } from './read.js';
+import { translatedEnding } from './translated.js';
 import type { ClientDirectory } from '../clients/directory.js';
 import type { Caller } from '../clients/directory.js';
 import type { Config, LegacyRoute, RouteName } from '../config/schema.js';
@@ -18,11 +18,11 @@ import { errorPage, isRelayed } from '../inbound/reply.js';
 import { INTERNAL_ERROR } from '../messages.js';
 import type { Refuser } from '../brownouts/refusal.js';
 import { refusalReply } from '../brownouts/refusal.js';
-import type { OriginRouting } from '../origin/relay.js';
-import { routeName, routeOf } from '../origin/routes.js';
+import type { LegacyRouting } from '../legacy-service/relay.js';
+import { routeName, routeOf } from '../legacy-service/routes.js';
 import type { PlanFetcher } from '../outbound/execute.js';
 import type { TranslateContext } from '../translate/plan.js';
-import { send } from './http.js';
+import { send } from '../inbound/send.js';
 
 /**
  * One legacy call, from the request a binding takes to its hit: the path of every call, whatever its
@@ -50,7 +50,7 @@ export interface CallSteps {
   /** The fetch pipeline (src/outbound/fetch.ts), composed once by the app: the page cache, the budget, the upstream. */
   readonly fetchPage: FetchPage;
   readonly refuse: Refuser;
-  readonly origin: OriginRouting;
+  readonly legacy: LegacyRouting;
   readonly hits: HitRecorder;
   /** The Link header of a reply whose call has a successor request. */
   readonly linkFor: (successor: string) => string;
@@ -78,12 +78,12 @@ export function createCallServer(steps: CallSteps): CallServer {
         pages[source]++;
       },
     };
-    const record = (outcome: Outcome, route: RouteName, shed: boolean): void => {
+    const record = (ending: Ending, route: RouteName, shed: boolean): void => {
       const hit = hitOf({
         requestId,
         read,
         caller,
-        outcome,
+        ending,
         route,
         shed,
         durationMs: performance.now() - started,
@@ -92,7 +92,7 @@ export function createCallServer(steps: CallSteps): CallServer {
         remoteAddress,
         userAgent: request.headers['user-agent'] ?? null,
       });
-      if (hit.reason === 'internal') request.log.error({ event: 'call_failed', err: outcome.failure }, 'legacy call failed unexpectedly');
+      if (hit.reason === 'internal') request.log.error({ event: 'call_failed', err: ending.failure }, 'legacy call failed unexpectedly');
       hits.record(hit);
     };
 
@@ -116,19 +116,19 @@ export function createCallServer(steps: CallSteps): CallServer {
       });
       // A relayed reply is bounded by legacy.timeoutMs from here, not by the call's deadline.
       deadline.clear();
-      routed = { ...routed, outcome: await deliver(reply, routed.outcome, steps.linkFor) };
+      routed = { ...routed, ending: await deliver(reply, routed.ending, steps.linkFor) };
     } finally {
       deadline.clear();
       admission.leave();
     }
     reply.raw.off('close', hangUp);
-    record(routed.outcome, routeName(routed.route), false);
+    record(routed.ending, routeName(routed.route), false);
   };
 }
 
 /** How a call ended, and the route of `legacy.routes` that took it (null: the translated path). */
 interface Routed {
-  readonly outcome: Outcome;
+  readonly ending: Ending;
   readonly route: LegacyRoute | null;
 }
 
@@ -150,17 +150,17 @@ async function route<W>(
   caller: Caller,
   context: CallContext,
 ): Promise<Routed> {
-  if (read === null) return { outcome: { reply: errorPage(500, INTERNAL_ERROR), failure: readFailure, successor: null }, route: null };
+  if (read === null) return { ending: { reply: errorPage(500, INTERNAL_ERROR), failure: readFailure, successor: null }, route: null };
   let route: LegacyRoute | null = null;
   try {
-    if (!read.ok) return { outcome: { reply: binding.writeError(read.error, read.wire), failure: read.error, successor: null }, route };
+    if (!read.ok) return { ending: { reply: binding.writeError(read.error, read.wire), failure: read.error, successor: null }, route };
     const { call, wire } = read;
     const planned = planCall(call, steps.context);
     // Brownouts and sunset: refused as the web method's first line would, before any upstream request.
     const refused = steps.refuse(call, caller, planned.successor);
     if (refused !== null) {
       const reply = refusalReply(binding.writeError(refused, wire), refused);
-      return { outcome: { reply, failure: refused, successor: planned.successor }, route };
+      return { ending: { reply, failure: refused, successor: planned.successor }, route };
     }
     // The one options object of every fetch of the call, whichever path makes it.
     const options: FetchOptions = {
@@ -171,11 +171,11 @@ async function route<W>(
       tally: context.tally,
     };
     const translated = (fetchOptions: FetchOptions) =>
-      translatedOutcome(binding, call, wire, planned, steps.fetchPlan, steps.fetchPage, fetchOptions);
+      translatedEnding(binding, call, wire, planned, steps.fetchPlan, steps.fetchPage, fetchOptions);
     // Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.
     route = routeOf(steps.config.legacy.routes, call.operation.name, caller);
-    if (route === null) return { outcome: await translated(options), route };
-    const outcome = await steps.origin.serve(route, {
+    if (route === null) return { ending: await translated(options), route };
+    const ending = await steps.legacy.serve(route, {
       call,
       binding: read.binding,
       caller,
@@ -185,26 +185,26 @@ async function route<W>(
       options,
       translate: translated,
     });
-    return { outcome, route };
+    return { ending, route };
   } catch (err) {
-    return { outcome: { reply: errorPage(500, INTERNAL_ERROR), failure: err, successor: null }, route };
+    return { ending: { reply: errorPage(500, INTERNAL_ERROR), failure: err, successor: null }, route };
   }
 }
 
 /** Sends the reply, with the call's own Link; one relayed from the legacy origin is awaited to its end, which may still fail it. */
-async function deliver(reply: FastifyReply, outcome: Outcome, linkFor: (successor: string) => string): Promise<Outcome> {
-  if (outcome.successor !== null) reply.header('link', linkFor(outcome.successor));
-  const sent = outcome.reply;
+async function deliver(reply: FastifyReply, ending: Ending, linkFor: (successor: string) => string): Promise<Ending> {
+  if (ending.successor !== null) reply.header('link', linkFor(ending.successor));
+  const sent = ending.reply;
   if (!isRelayed(sent)) {
     send(reply, sent);
-    return outcome;
+    return ending;
   }
   reply.code(sent.status).headers(sent.headers).send(sent.body);
   try {
     await finished(sent.body);
-    return outcome;
+    return ending;
   } catch (err) {
     // Cut short: by the origin, or by fastify when the caller left.
-    return { ...outcome, failure: err instanceof LegacyOriginError ? err : new ClientClosedError() };
+    return { ...ending, failure: err instanceof LegacyOriginError ? err : new ClientClosedError() };
   }
 }

@@ -6,7 +6,7 @@ import type { Config } from '../config/schema.js';
 import type { Caller } from '../clients/directory.js';
 import { CallError, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
 import { TEXT_CONTENT_TYPE } from '../aspnet/error-page.js';
-import type { Outcome, WrittenOutcome } from '../call/outcome.js';
+import type { Ending, WrittenEnding } from '../inbound/ending.js';
 import type { BindingName, ServiceRequest } from '../inbound/binding.js';
 import { CACHE_ERROR, isRelayed, type Reply } from '../inbound/reply.js';
 import { legacyOriginFailed } from '../messages.js';
@@ -23,7 +23,7 @@ import type { FetchOptions } from '../outbound/fetch.js';
  */
 
 /** The translated path of the call, fetching with `options`: its failures are written by the binding; it rejects only on a defect. */
-export type TranslatedPath = (options: FetchOptions) => Promise<WrittenOutcome>;
+export type TranslatedPath = (options: FetchOptions) => Promise<WrittenEnding>;
 
 /** What the call path knows of a routed call. */
 export interface RoutedCall {
@@ -39,24 +39,24 @@ export interface RoutedCall {
   readonly translate: TranslatedPath;
 }
 
-export interface OriginRouting {
-  serve(route: LegacyRoute, routed: RoutedCall): Promise<Outcome>;
+export interface LegacyRouting {
+  serve(route: LegacyRoute, routed: RoutedCall): Promise<Ending>;
   close(): Promise<void>;
 }
 
-export interface OriginRoutingOptions {
+export interface LegacyRoutingOptions {
   readonly config: Pick<Config, 'legacy' | 'upstream'>;
   readonly registry: Registry;
   readonly log: FastifyBaseLogger;
 }
 
-export function createOriginRouting({ config, registry, log }: OriginRoutingOptions): OriginRouting {
+export function createLegacyRouting({ config, registry, log }: LegacyRoutingOptions): LegacyRouting {
   const shadows = createShadows(config.legacy.maxShadowsInFlight, registry, log);
   // The schema lets routes exist only with an origin (src/config/validate.ts).
   const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
 
   /** The origin's reply to the call, or the 502 that says it gave none. */
-  async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
+  async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Ending> {
     try {
       const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.options.signal);
       return {
@@ -97,32 +97,32 @@ export function createOriginRouting({ config, registry, log }: OriginRoutingOpti
   }
 
   /** Answered by the origin as it is; its bytes are compared with the translated path's once all have passed. */
-  async function shadowFromLegacy(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
+  async function shadowFromLegacy(routed: RoutedCall, origin: LegacyOrigin): Promise<Ending> {
     const compare = shadows.admit(shadowedCall(routed));
     // Started first: the background path must not wait for the origin's reply.
     const translated = compare === null ? null : translatedSide(routed);
-    const outcome = await passthrough(routed, origin);
-    if (compare === null || translated === null) return outcome;
-    if (!isRelayed(outcome.reply)) {
-      compare(translated, Promise.resolve(failedSide(outcome.failure)));
-      return outcome;
+    const ending = await passthrough(routed, origin);
+    if (compare === null || translated === null) return ending;
+    if (!isRelayed(ending.reply)) {
+      compare(translated, Promise.resolve(failedSide(ending.failure)));
+      return ending;
     }
-    const { status } = outcome.reply;
-    const { body, collected } = tapped(outcome.reply.body);
+    const { status } = ending.reply;
+    const { body, collected } = tapped(ending.reply.body);
     compare(
       translated,
       collected.then((bytes) => ({ status, body: bytes.toString('utf8') }), failedSide),
     );
-    return { ...outcome, reply: { ...outcome.reply, body } };
+    return { ...ending, reply: { ...ending.reply, body } };
   }
 
   /** Answered by the translated path; the origin is asked in the background. */
-  async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Outcome> {
+  async function shadowFromTranslated(routed: RoutedCall, origin: LegacyOrigin): Promise<Ending> {
     const compare = shadows.admit(shadowedCall(routed));
     const legacy = compare === null ? null : originSide(routed, origin);
-    const outcome = routed.translate(routed.options);
-    if (compare !== null && legacy !== null) compare(outcome.then(sideOf), legacy);
-    return outcome;
+    const ending = routed.translate(routed.options);
+    if (compare !== null && legacy !== null) compare(ending.then(sideOf), legacy);
+    return ending;
   }
 
   return {
@@ -139,7 +139,7 @@ function shadowedCall({ call, binding, caller, options }: RoutedCall): ShadowedC
   return { operation: call.operation.name, binding, client: caller.name, requestId: options.requestId, apiKey: call.credentials.apiKey };
 }
 
-function sideOf({ reply, failure }: WrittenOutcome): Side {
+function sideOf({ reply, failure }: WrittenEnding): Side {
   // A caller that left cancelled the translated path: its reply is not one.
   const body = typeof reply.body === 'string' ? reply.body : reply.body.toString('utf8');
   return failure instanceof ClientClosedError ? failedSide(failure) : { status: reply.status, body };

@@ -1,17 +1,17 @@
-import type { RelayedReply, Reply } from '../inbound/reply.js';
+import type { RelayedReply, Reply } from './reply.js';
 
 /**
  * How a call ended, whatever path answered it: the reply to send, the error it failed with (null
  * when it did not), and its successor request, for the Link header and the hit.
  */
-export interface Outcome {
+export interface Ending {
   readonly reply: Reply | RelayedReply;
   readonly failure: unknown;
   /** The `.cp` request that replaces the call (`successorOf`); null when it does not translate. */
   readonly successor: string | null;
 }
 
-/** An outcome the proxy wrote itself: its reply is whole. */
-export interface WrittenOutcome extends Outcome {
+/** An ending the proxy wrote itself: its reply is whole. */
+export interface WrittenEnding extends Ending {
   readonly reply: Reply;
 }
