@@ -1,4 +1,4 @@
-import { scriptCommands } from '../redis/shared.js';
+import { scriptCommands, type BoundedValue } from '../redis/shared.js';
 
 /**
  * The fleet ledger's Lua scripts (src/deprecation/fleet-ledger.ts). Redis never sees the fleet's
@@ -7,9 +7,6 @@ import { scriptCommands } from '../redis/shared.js';
  * `prefix` and the member, and READ's keys are its arguments, not KEYS: the fleet's Redis is one
  * server, not a cluster.
  */
-
-/** What READ gives for an entry: its bytes, nothing (no such key), or the length of a value too large to read (-1: not a string). */
-export type StoredEntry = Buffer | null | number;
 
 /**
  * What MERGE answers: 0 made already (a merge sent again), 1 changed since it was read (read again), 2 made,
@@ -143,7 +140,7 @@ return #gone
 
 export interface LedgerCommands {
   fleetLedgerIndex(index: string, unnamed: string, most: number, prefix: string): Promise<IndexReply>;
-  fleetLedgerReadBuffer(largest: number, ...keys: string[]): Promise<StoredEntry[]>;
+  fleetLedgerReadBuffer(largest: number, ...keys: string[]): Promise<BoundedValue[]>;
   fleetLedgerMergeBuffer(...keysAndArgs: (string | number | Buffer)[]): Promise<MergeReply>;
   fleetLedgerTrim(index: string, unnamed: string, oldest: number, prefix: string, most: number): Promise<number>;
 }

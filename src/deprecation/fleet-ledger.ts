@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Shared } from '../redis/shared.js';
+import type { BoundedValue, Shared } from '../redis/shared.js';
 import { SEAL_BYTES } from '../redis/seal.js';
-import { ledgerCommands, type MergeReply, type StoredEntry } from './fleet-ledger-scripts.js';
+import { ledgerCommands, type MergeReply } from './fleet-ledger-scripts.js';
 import { combined, DEFAULT_MAX_ENTRIES, FOLDED_CLIENT, Ledger, type LedgerEntry, type LedgerHit } from './ledger.js';
 import { entryOfRecord, MAX_RECORD_BYTES, recordOf } from './ledger-record.js';
 import { type LedgerView, viewOfEntries } from './ledger-view.js';
@@ -84,17 +84,9 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
     shared.hashOf(`${entry.client}\u0000${entry.operation}\u0000${entry.binding}`).slice(0, 32);
 
   /** The entry `stored` under `key` holds; a value that is not one this fleet wrote is refused, counted and said. */
-  const opened = (key: string, stored: StoredEntry, now: number): LedgerEntry | null => {
-    if (stored === null) return null;
-    if (typeof stored === 'number') {
-      shared.refuse('ledger', 'bounds', key);
-      return null;
-    }
-    const record = shared.seal.open(key, stored);
-    if (record === null) {
-      shared.refuse('ledger', 'forged', key);
-      return null;
-    }
+  const opened = (key: string, stored: BoundedValue, now: number): LedgerEntry | null => {
+    const record = shared.open('ledger', key, stored);
+    if (record === null) return null;
     const entry = entryOfRecord(record, now);
     if (entry === null) shared.refuse('ledger', 'bounds', key);
     return entry;
@@ -272,7 +264,7 @@ export function createFleetLedger(shared: Shared, options: FleetLedgerOptions): 
 }
 
 /** What a merge compares the stored value with (fleet-ledger-scripts.ts, TOKEN). */
-function tokenOf(stored: StoredEntry): string {
+function tokenOf(stored: BoundedValue): string {
   if (stored === null) return '';
   return typeof stored === 'number' ? 'refused' : createHash('sha1').update(stored).digest('hex');
 }

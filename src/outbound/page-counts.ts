@@ -1,5 +1,5 @@
 import { SEAL_BYTES } from '../redis/seal.js';
-import { boundedReads, type Shared } from '../redis/shared.js';
+import { boundedReads, type BoundedValue, type Shared } from '../redis/shared.js';
 
 /** A count's digits at most: no call fetches more than 10,000 pages (upstream.maxPagesPerCall). */
 const MAX_COUNT_DIGITS = 16;
@@ -55,12 +55,9 @@ export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs
   if (!shared.configured) return local;
   const redisKey = (key: string): string => shared.key('pages', shared.hashOf(key));
   /** The count sealed in `stored`, or undefined (refused) when it is not the fleet's or out of bounds. */
-  const countIn = (key: string, stored: Buffer, most: number): number | undefined => {
-    const opened = shared.seal.open(key, stored);
-    if (opened === null) {
-      shared.refuse('pageCounts', 'forged', key);
-      return undefined;
-    }
+  const countIn = (key: string, stored: BoundedValue, most: number): number | undefined => {
+    const opened = shared.open('pageCounts', key, stored);
+    if (opened === null) return undefined;
     const count = Number(opened.toString('latin1'));
     if (Number.isSafeInteger(count) && count > 0 && count <= most) return count;
     shared.refuse('pageCounts', 'bounds', key);
@@ -74,8 +71,7 @@ export function sharePageCounts(shared: Shared, local: LocalPageCounts, maxAgeMs
           const at = redisKey(key);
           // A count is a few digits: a larger value, or another type, is refused inside Redis, unsent.
           const stored = await boundedReads(redis).boundedGetBuffer(at, SEAL_BYTES + MAX_COUNT_DIGITS);
-          if (typeof stored === 'number') shared.refuse('pageCounts', 'bounds', at);
-          return (Buffer.isBuffer(stored) ? countIn(at, stored, most) : undefined) ?? local.get(key, most);
+          return countIn(at, stored, most) ?? local.get(key, most);
         },
         () => local.get(key, most),
       ),

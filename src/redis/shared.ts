@@ -39,6 +39,11 @@ export interface Shared {
    * what the configuration allows now (`bounds`). Counted, and said at most once a minute.
    */
   refuse(use: SharedUse, reason: RefusedValue, key: string): void;
+  /**
+   * The value sealed in `stored`, read back from `key` with `boundedGetBuffer`: null when there is
+   * none, or when it is refused (larger than the read allowed, or not sealed by this fleet for `key`).
+   */
+  open(use: SharedUse, key: string, stored: BoundedValue): Buffer | null;
   close(): Promise<void>;
 }
 
@@ -190,6 +195,7 @@ export function createShared(
     hashOf,
     seal,
     refuse,
+    open: opener(seal, refuse),
     async close() {
       redis.disconnect(false);
     },
@@ -205,7 +211,21 @@ function unshared(keyPrefix: string, hashOf: (text: string) => string, seal: Sea
     hashOf,
     seal,
     refuse,
+    open: opener(seal, refuse),
     close: async () => {},
+  };
+}
+
+function opener(seal: Seal, refuse: Shared['refuse']): Shared['open'] {
+  return (use, key, stored) => {
+    if (stored === null) return null;
+    if (typeof stored === 'number') {
+      refuse(use, 'bounds', key);
+      return null;
+    }
+    const value = seal.open(key, stored);
+    if (value === null) refuse(use, 'forged', key);
+    return value;
   };
 }
 
