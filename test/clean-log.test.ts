@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type BuiltProxy, startBuilt } from './support/built-proxy.js';
 import { CALL_BINDINGS, legacyCall } from './support/calls.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { documentedEvents, linesHolding, logProblems, loudEvents } from './support/log-check.js';
@@ -16,49 +15,9 @@ import { OPERATIONS, SERVICE_NAMESPACE, SOAP11_ENV, XML_CONTENT_TYPE, XML_DECLAR
  */
 
 const ROOT = join(import.meta.dirname, '..');
-const MAIN = join(ROOT, 'dist', 'src', 'bin', 'start.js');
 
 /** A key no other text in a log holds by chance, sent by every request below. */
 const KEY = 'Zq7LeakCanaryKey41';
-
-interface Proxy {
-  readonly url: string;
-  readonly adminUrl: string;
-  /** Every line written so far. */
-  readonly lines: string[];
-  stop(): Promise<void>;
-}
-
-async function startBuilt(env: NodeJS.ProcessEnv): Promise<Proxy> {
-  const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', ADMIN_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const addresses = new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
-    let url: string | undefined;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      lines.push(line);
-      const entry = JSON.parse(line) as Record<string, unknown>;
-      if (entry.event === 'listening') url = String(entry.address);
-      if (entry.event === 'admin_listening' && url !== undefined) resolve({ url, adminUrl: String(entry.address) });
-    });
-    exited.then(() => reject(new Error(`the proxy exited before listening: ${stderr}`)));
-  });
-  const { url, adminUrl } = await addresses;
-  return {
-    url,
-    adminUrl,
-    lines,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 const PARAMS: Readonly<Record<(typeof OPERATIONS)[number], Record<string, string>>> = {
   StoreLookup: { storeId: 'spayneuter' },
@@ -81,7 +40,7 @@ function soap(body: string, op = 'Search'): RequestInit {
 const KEY_HEADERS = { 'x-api-key': KEY, authorization: `Bearer ${KEY}`, apikey: KEY };
 
 describe.sequential('the log of a normal day', () => {
-  let proxy: Proxy;
+  let proxy: BuiltProxy;
   beforeAll(async () => {
     proxy = await startBuilt({ CLIENT_ID_KEY: TEST_CLIENT_ID_KEY });
   });

@@ -3,7 +3,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
 import { UpstreamBusy, UpstreamOverLimit } from '../errors.js';
 import { MAX_PAUSE_SECONDS } from '../outbound/failures.js';
-import type { Interceptor } from '../outbound/fetch.js';
+import type { FetchTrace, Interceptor } from '../outbound/fetch.js';
 import { scriptCommands, type Shared } from '../redis/shared.js';
 
 /**
@@ -221,7 +221,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
   };
 
   /** Room for one request of `key`, waited for; throws UpstreamBusy, or the signal's reason when the call is cancelled. */
-  async function admit(key: string, budget: Settings, signal: AbortSignal): Promise<void> {
+  async function admit(key: string, budget: Settings, signal: AbortSignal, trace: FetchTrace | undefined): Promise<void> {
     const paused = pausedFor(key);
     if (paused > 0) throw shed('upstream', paused);
     const verdict = await shared.run(
@@ -234,6 +234,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     if (verdict.waitMs <= 0) return;
     metrics?.waits.inc();
     metrics?.waitSeconds.observe(verdict.waitMs / 1000);
+    trace?.event('upstream.budget.wait', { 'upstream.budget.wait_ms': verdict.waitMs });
     await sleep(verdict.waitMs, signal);
     // Paused while it waited (a 403 this instance saw): the slot is given up.
     const pausedSince = pausedFor(key);
@@ -271,12 +272,14 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     const key = shared.hashOf(appKey);
     // A slot past the call's deadline would only be given up: the call is shed now, with when to come back.
     const waitMs = Math.max(0, Math.min(budget.maxWaitMs, options.deadline - Date.now()));
-    await admit(key, { ...budget, requestsPerSecond, waitMs }, options.signal);
+    await admit(key, { ...budget, requestsPerSecond, waitMs }, options.signal, options.trace);
     try {
       return await next(request, options);
     } catch (err) {
       if (!(err instanceof UpstreamOverLimit)) throw err;
-      throw shed('upstream', await pause(key, appKey, err));
+      const pausedMs = await pause(key, appKey, err);
+      options.trace?.event('upstream.key.paused', { 'upstream.limit': err.limit, 'upstream.pause_ms': pausedMs });
+      throw shed('upstream', pausedMs);
     }
   };
 }

@@ -1,4 +1,4 @@
-import type { PageSource } from '../outbound/fetch.js';
+import type { FetchTrace, PageSource } from '../outbound/fetch.js';
 import type { Caller } from '../clients/directory.js';
 import type { RouteName } from '../config/schema.js';
 import type { DeprecationHit } from '../deprecation/hits.js';
@@ -23,6 +23,8 @@ export interface CallRecord {
   readonly pages: Readonly<Record<PageSource, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
+  /** The call's span, while tracing is on. */
+  readonly trace: FetchTrace | null;
 }
 
 function outcomeOf({ shed, ending: { failure } }: CallRecord): DeprecationHit['outcome'] {
@@ -59,5 +61,11 @@ export function hitOf(record: CallRecord): DeprecationHit {
     pages: { ...record.pages },
     remoteAddress: redactCallerText(record.remoteAddress, apiKey),
     userAgent: redactCallerText(record.userAgent, apiKey),
+    ...(record.trace === null ? {} : { traceId: record.trace.traceId, spanId: record.trace.spanId }),
   };
+}
+
+/** The trace and span ids of a hit, for the lines logged about its call. */
+export function traceIds(hit: DeprecationHit): { traceId?: string; spanId?: string } {
+  return hit.traceId === undefined ? {} : { traceId: hit.traceId, spanId: hit.spanId };
 }

@@ -2,8 +2,10 @@ import { finished } from 'node:stream/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission } from './admission.js';
 import { startDeadline, type Deadline } from './deadline.js';
-import { hitOf } from './hit.js';
-import type { CallTally, FetchOptions, FetchPage, PageSource } from '../outbound/fetch.js';
+import { hitOf, traceIds } from './hit.js';
+import type { CallTally, FetchOptions, FetchPage, FetchTrace, PageSource } from '../outbound/fetch.js';
+import { startCallTrace } from '../tracing/calls.js';
+import type { Tracing } from '../tracing/setup.js';
 import type { Ending } from '../inbound/ending.js';
 import { planCall } from './plan.js';
 import { credentialsRead, readCall } from './read.js';
@@ -52,6 +54,8 @@ export interface CallSteps {
   readonly refuse: Refuser;
   readonly legacy: LegacyRouting;
   readonly hits: HitRecorder;
+  /** Tracing (src/tracing); null when it is off. */
+  readonly tracing: Tracing | null;
   /** The Link header of a reply whose call has a successor request. */
   readonly linkFor: (successor: string) => string;
 }
@@ -67,6 +71,7 @@ export function createCallServer(steps: CallSteps): CallServer {
     // Read even a call that is shed (the body is in already, and reading costs no upstream request),
     // so that its hit says who was turned away from what.
     const { read, failure: readFailure } = readCall(binding, serviceRequest);
+    const traced = steps.tracing === null ? null : startCallTrace(steps.tracing, request.method, serviceRequest.path, request.headers);
     const caller = identify(credentialsRead(read).apiKey, remoteAddress);
     let upstreamRequests = 0;
     const pages: Record<PageSource, number> = { hit: 0, miss: 0, stale: 0, revalidated: 0, coalesced: 0 };
@@ -91,9 +96,13 @@ export function createCallServer(steps: CallSteps): CallServer {
         pages,
         remoteAddress,
         userAgent: request.headers['user-agent'] ?? null,
+        trace: traced?.fetch ?? null,
       });
-      if (hit.reason === 'internal') request.log.error({ event: 'call_failed', err: ending.failure }, 'legacy call failed unexpectedly');
+      if (hit.reason === 'internal') {
+        request.log.error({ event: 'call_failed', err: ending.failure, requestId, ...traceIds(hit) }, 'legacy call failed unexpectedly');
+      }
       hits.record(hit);
+      traced?.end(hit);
     };
 
     if (!admission.enter()) {
@@ -113,6 +122,7 @@ export function createCallServer(steps: CallSteps): CallServer {
         userAgent: request.headers['user-agent'],
         deadline,
         tally,
+        trace: traced?.fetch,
       });
       // A relayed reply is bounded by legacy.timeoutMs from here, not by the call's deadline.
       deadline.clear();
@@ -139,6 +149,7 @@ interface CallContext {
   readonly userAgent: string | undefined;
   readonly deadline: Deadline;
   readonly tally: CallTally;
+  readonly trace: FetchTrace | undefined;
 }
 
 /** Plan once, refuse, route, then the translated path or the legacy origin. Never rejects. */
@@ -169,6 +180,7 @@ async function route<W>(
       deadline: context.deadline.at,
       signal: context.deadline.signal,
       tally: context.tally,
+      ...(context.trace === undefined ? {} : { trace: context.trace }),
     };
     const translated = (fetchOptions: FetchOptions) =>
       translatedEnding(binding, call, wire, planned, steps.fetchPlan, steps.fetchPage, fetchOptions);

@@ -58,6 +58,9 @@ export interface DeprecationHit {
   readonly pages: Readonly<Record<PageSource, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
+  /** The call's trace and its server span, while tracing is on (docs/operating.md, "Traces"); absent otherwise. */
+  readonly traceId?: string;
+  readonly spanId?: string;
 }
 
 /** Bump when a field of DeprecationHit changes meaning or goes away; dashboards key on it. */
@@ -131,6 +134,7 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     pages: hit.pages,
     remoteAddress: loggable(hit.remoteAddress),
     userAgent: loggable(hit.userAgent),
+    ...(hit.traceId === undefined ? {} : { traceId: hit.traceId, spanId: hit.spanId }),
     msg: `deprecated call ${hit.operation} (${hit.binding})`,
   };
   return `${JSON.stringify(line)}\n`;

@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { UpstreamRequest } from '../translate/plan.js';
 import type { Page } from '../xml/compact.js';
 
@@ -57,6 +58,21 @@ export interface FetchOptions {
   readonly tally: CallTally | null;
   /** The page cache's, for a conditional request. */
   readonly revalidation?: Revalidation;
+  /** The span the fetch goes under, while tracing is on (src/tracing); absent, nothing is traced. */
+  readonly trace?: FetchTrace;
+}
+
+/** The span a fetch goes under: the call's, then its page's (src/tracing/pages.ts). */
+export interface FetchTrace {
+  readonly context: Context;
+  readonly traceId: string;
+  readonly spanId: string;
+  /** The span's `traceparent` (with `tracestate` and `baggage` when there are), sent with the upstream request. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Hears the HTTP status of the upstream's response. */
+  responded(status: number): void;
+  /** Notes what happened to the fetch on the way: a wait for the budget, a pause of its appKey. */
+  event(name: string, attributes: Readonly<Record<string, string | number>>): void;
 }
 
 export type FetchPage = (request: UpstreamRequest, options: FetchOptions) => Promise<Page>;

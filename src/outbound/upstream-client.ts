@@ -4,7 +4,7 @@ import { CallError, UpstreamError, type FailureReason } from '../errors.js';
 import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
 import type { Page } from '../xml/compact.js';
 import { asUpstreamError, errorCode, overLimit, RETRYABLE_CODES } from './failures.js';
-import type { FetchPage, ResponseCaching, Revalidation } from './fetch.js';
+import type { FetchOptions, FetchPage, ResponseCaching } from './fetch.js';
 import { readResponse } from './response.js';
 
 /**
@@ -26,6 +26,9 @@ export interface UpstreamObservation {
   readonly code: string | null;
   /** The legacy call it was made for, as its deprecation hit names it. */
   readonly requestId: string;
+  /** The trace and span of the page it was made for, while tracing is on. */
+  readonly traceId?: string;
+  readonly spanId?: string;
 }
 
 /** The innermost layer of the fetch pipeline (src/outbound/fetch.ts), and what the health probe asks. */
@@ -58,12 +61,13 @@ export function createUpstream(upstream: Config['upstream'], observe: (seen: Ups
   /** `responded` hears the status as soon as the headers are in, before the body is read or checked. */
   async function attempt(
     request: UpstreamRequest,
-    signal: AbortSignal,
+    { signal, revalidation, trace }: FetchOptions,
     responded: (status: number) => void,
-    revalidation: Revalidation | undefined,
   ): Promise<Page> {
     const query = new URLSearchParams(request.params as [string, string][]).toString();
     const conditional = revalidation?.conditional;
+    const sent =
+      conditional === undefined && trace === undefined ? headers : { ...headers, ...trace?.headers, ...conditionalHeaders(conditional) };
     const {
       statusCode,
       headers: responseHeaders,
@@ -72,12 +76,13 @@ export function createUpstream(upstream: Config['upstream'], observe: (seen: Ups
       origin: base.origin,
       method: 'GET',
       path: `${basePath}${request.path}?${query}`,
-      headers: conditional === undefined ? headers : { ...headers, ...conditionalHeaders(conditional) },
+      headers: sent,
       signal,
       // Past the limit, fail as .NET does rather than hand back the last 3xx as a response.
       throwOnMaxRedirect: true,
     } as Dispatcher.RequestOptions);
     responded(statusCode);
+    trace?.responded(statusCode);
     revalidation?.responded?.(cachingOf(statusCode, responseHeaders));
     if (statusCode === 304 && conditional !== undefined) {
       await body.dump();
@@ -95,7 +100,8 @@ export function createUpstream(upstream: Config['upstream'], observe: (seen: Ups
   }
 
   return {
-    async fetch(request, { requestId, signal, revalidation }) {
+    async fetch(request, options) {
+      const { requestId, signal, trace } = options;
       const started = performance.now();
       const done = (outcome: UpstreamObservation['outcome'], status: number | null, code: string | null): void =>
         observe({
@@ -105,19 +111,15 @@ export function createUpstream(upstream: Config['upstream'], observe: (seen: Ups
           durationMs: Math.round((performance.now() - started) * 1000) / 1000,
           code,
           requestId,
+          ...(trace === undefined ? {} : { traceId: trace.traceId, spanId: trace.spanId }),
         });
       for (let tries = 0; ; tries++) {
         /** The HTTP status of this attempt's response; null while none has come. */
         let status: number | null = null;
         try {
-          const result = await attempt(
-            request,
-            signal,
-            (code) => {
-              status = code;
-            },
-            revalidation,
-          );
+          const result = await attempt(request, options, (code) => {
+            status = code;
+          });
           done('ok', status, null);
           return result;
         } catch (err) {
@@ -159,8 +161,10 @@ export function basicCredentials(url: URL): { authorization?: string } {
   };
 }
 
-function conditionalHeaders({ etag, lastModified }: NonNullable<Revalidation['conditional']>): Record<string, string> {
+function conditionalHeaders(conditional: NonNullable<FetchOptions['revalidation']>['conditional']): Record<string, string> {
   const sent: Record<string, string> = {};
+  if (conditional === undefined) return sent;
+  const { etag, lastModified } = conditional;
   if (etag !== null) sent['if-none-match'] = etag;
   if (lastModified !== null) sent['if-modified-since'] = lastModified;
   return sent;

@@ -27,6 +27,9 @@ import { composeFetch, countRequests } from '../outbound/fetch.js';
 import { createUpstream, type Upstream } from '../outbound/upstream-client.js';
 import { createUpstreamHealth } from '../outbound/upstream-health.js';
 import { translateContext } from '../translate/plan.js';
+import { registerTracingMetrics } from '../tracing/metrics.js';
+import { tracePages } from '../tracing/pages.js';
+import type { Tracing } from '../tracing/setup.js';
 import { loadCompactPass } from '../xml/compact.js';
 import { hostCheck } from './admin-host.js';
 import { createDescriptionServer } from './descriptions.js';
@@ -58,6 +61,8 @@ export interface AppDependencies {
   readonly now?: () => number;
   /** Reads the configuration again for a reload (`POST /reload`, `App.reloadFromSource`); the one given when not. */
   readonly configSource?: () => Config;
+  /** Tracing (src/tracing), when the OpenTelemetry variables turn it on; null or absent, nothing is traced. */
+  readonly tracing?: Tracing | null;
 }
 
 export interface App {
@@ -178,7 +183,15 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // The fetch pipeline, the one way to the upstream, listed from the upstream outward: each request
   // counted in its call's hit as it goes out, after room in its appKey's budget (upstream.budget),
   // and only for a page the cache cannot serve. A background refresh goes through the layers inside the cache.
-  const fetchPage = composeFetch(upstream.fetch, countRequests, budget, cache.intercept);
+  const tracing = deps.tracing ?? null;
+  const fetchPage = composeFetch(
+    upstream.fetch,
+    countRequests,
+    budget,
+    cache.intercept,
+    ...(tracing === null ? [] : [tracePages(tracing, new URL(config.upstream.baseUrl ?? 'http://upstream').hostname)]),
+  );
+  if (tracing !== null) registerTracingMetrics(registry, tracing);
 
   // Made once: what holds connections, counts or memory. What a configuration reload may change is
   // made anew for each configuration (`configuredFor`); a call keeps the one it started with.
@@ -200,6 +213,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         refuse: createRefuser(schedule, now),
         legacy,
         hits,
+        tracing,
         linkFor: deprecationSignals(current).linkFor,
       }),
       addSignals: createSignalAdder(current, targetOf),
@@ -214,7 +228,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     return applied;
   };
   const reloadFromSource = createReloader(deps.configSource ?? (() => config), reload, fastify.log);
-  const serveDescription = createDescriptionServer(config.server, config.service, config.paging.profiles);
+  const serveDescription = createDescriptionServer(config.server, config.service, config.paging.profiles, tracing);
   const dispatch = createDispatcher(targetOf, callBindings(config.service), serveCall, serveDescription);
 
   const admin =

@@ -4,6 +4,8 @@ import { describeService } from '../inbound/description/describe.js';
 import { errorPage } from '../inbound/reply.js';
 import { INVALID_HOSTNAME } from '../messages.js';
 import { send } from '../inbound/send.js';
+import { traceDescription } from '../tracing/calls.js';
+import type { Tracing } from '../tracing/setup.js';
 
 /** Answers a GET of the service path: WSDL, disco or help (docs/wire.md §7), at the public address of the service (§7.1). */
 export type DescriptionServer = (request: FastifyRequest, reply: FastifyReply, servicePath: string, query: string) => void;
@@ -12,12 +14,17 @@ export function createDescriptionServer(
   server: Config['server'],
   service: Config['service'],
   profiles: Config['paging']['profiles'],
+  tracing: Tracing | null,
 ): DescriptionServer {
   return (request, reply, servicePath, query) => {
     const base = server.publicBaseUrl ?? requestBase(request.protocol, request.host);
     // Addresses cannot be built from such a Host; HTTP.sys would have refused it before IIS.
-    if (base === null) return send(reply, errorPage(400, INVALID_HOSTNAME));
-    send(reply, describeService(service, profiles, query, `${base}${servicePath}`));
+    const { kind, reply: described } =
+      base === null
+        ? { kind: 'not-found' as const, reply: errorPage(400, INVALID_HOSTNAME) }
+        : describeService(service, profiles, query, `${base}${servicePath}`);
+    if (tracing !== null) traceDescription(tracing, request.method, servicePath, request.headers, kind, described.status);
+    send(reply, described);
   };
 }
 

@@ -8,6 +8,8 @@ import { startDemoUpstream, type DemoUpstream } from '../demo/demo-server.js';
 import { tuneHeap } from './heap.js';
 import { createHitLogger, createOperatorLogger } from './loggers.js';
 import { StartRefused } from './refused.js';
+import type { Tracing } from '../tracing/setup.js';
+import { TracingSettingsError, tracingSettings } from '../tracing/settings.js';
 import { buildApp } from '../server/app.js';
 import type { ReloadOutcome } from '../server/reload.js';
 
@@ -18,6 +20,8 @@ import type { ReloadOutcome } from '../server/reload.js';
 
 /** The demo upstream wants some appKey, as the real one does; callers without an apiKey get this. */
 const DEMO_APP_KEY = 'demo-app-key';
+/** The longest a stop waits for the trace collector to take the last spans. */
+const TRACES_FLUSH_MS = 5000;
 
 export interface Running {
   /** Where the proxy listens, e.g. http://127.0.0.1:8080. */
@@ -39,6 +43,7 @@ export async function start(
   logger: Logger,
   hitLogger: Logger = logger,
   source: () => Config = () => config,
+  tracing: Tracing | null = null,
 ): Promise<Running> {
   let demo: DemoUpstream | undefined;
   /** A configuration as it runs: with the demo upstream's address and key when none is configured. */
@@ -77,6 +82,7 @@ export async function start(
     logger,
     hitLogger,
     configSource: () => withUpstream(source()),
+    tracing,
   });
   const { server } = config;
   // From SIGTERM on, every reply closes its connection: a connection kept alive (a load balancer's pool)
@@ -90,6 +96,8 @@ export async function start(
   }
   const stopped = async (): Promise<void> => {
     await fastify.close();
+    // The spans of the last calls go out within the grace, or are lost: the stop does not wait on a collector.
+    await tracing?.shutdown(Math.min(TRACES_FLUSH_MS, server.shutdownGraceMs));
     await demo?.close();
   };
   let address: string;
@@ -175,6 +183,16 @@ export async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createOperatorLogger(config.log.level);
+  let tracing: Tracing | null;
+  try {
+    const settings = tracingSettings(process.env);
+    // Loaded only when on: off, the SDK and its exporters cost not even their loading.
+    tracing = settings === null ? null : (await import('../tracing/setup.js')).createTracing(settings, logger);
+  } catch (err) {
+    if (!(err instanceof TracingSettingsError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
   /** Refused before any call: the lines are written as they come, so the refusal is the last. */
   const refuse = (err: StartRefused): void => {
     logger.fatal({ event: 'start_refused', key: err.key, value: err.value, code: err.code }, err.message);
@@ -223,11 +241,17 @@ export async function main(): Promise<void> {
   process.on('SIGHUP', () => {
     startup.then((running) => running.reload()).catch(() => {});
   });
-  const startup = start(config, logger, hitLogger, () => {
-    const next = loadConfig();
-    checkProduction(next);
-    return next;
-  });
+  const startup = start(
+    config,
+    logger,
+    hitLogger,
+    () => {
+      const next = loadConfig();
+      checkProduction(next);
+      return next;
+    },
+    tracing,
+  );
   try {
     await startup;
   } catch (err) {

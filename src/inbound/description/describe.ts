@@ -24,15 +24,25 @@ export function descriptionAccepts(method: string, pathInfo: string): Acceptance
  * this service has none), then the nameless value (RS/DiscoveryServerProtocol.cs `WriteReturns`).
  * The paging profiles name the replacement's page parameters in the WSDL and on the help pages.
  */
-export function describeService(service: Config['service'], profiles: PagingProfiles, query: string, publicUrl: string): Reply {
+/** Which description a GET of the service path is answered with. */
+export type DescriptionKind = 'wsdl' | 'disco' | 'help' | 'operation-help' | 'not-found';
+
+export interface Described {
+  readonly kind: DescriptionKind;
+  readonly reply: Reply;
+}
+
+export function describeService(service: Config['service'], profiles: PagingProfiles, query: string, publicUrl: string): Described {
   const get = queryCollection(query);
-  if (get('schema') !== undefined) return textError([SCHEMA_NOT_FOUND]);
-  if (get('wsdl') !== undefined) return textError([WSDL_NOT_FOUND]);
+  if (get('schema') !== undefined) return { kind: 'not-found', reply: textError([SCHEMA_NOT_FOUND]) };
+  if (get('wsdl') !== undefined) return { kind: 'not-found', reply: textError([WSDL_NOT_FOUND]) };
   const nameless = get(null)?.toLowerCase();
-  if (nameless === 'wsdl') return xmlReply(renderWsdl(service, publicUrl, profiles));
-  if (nameless === 'disco') return xmlReply(renderDisco(service, publicUrl));
+  if (nameless === 'wsdl') return { kind: 'wsdl', reply: xmlReply(renderWsdl(service, publicUrl, profiles)) };
+  if (nameless === 'disco') return { kind: 'disco', reply: xmlReply(renderDisco(service, publicUrl)) };
   const opName = get('op');
-  if (opName === undefined) return htmlReply(renderServiceHelp(service, publicUrl));
+  if (opName === undefined) return { kind: 'help', reply: htmlReply(renderServiceHelp(service, publicUrl)) };
   const op = findOperation(opName);
-  return htmlReply(op ? renderOperationHelp(service, publicUrl, op, profiles) : renderMethodNotFound(service, publicUrl, opName));
+  return op
+    ? { kind: 'operation-help', reply: htmlReply(renderOperationHelp(service, publicUrl, op, profiles)) }
+    : { kind: 'not-found', reply: htmlReply(renderMethodNotFound(service, publicUrl, opName)) };
 }
