@@ -19,7 +19,10 @@ const SERVER = 2;
 const CLIENT = 3;
 const ERROR = 2;
 
-/** The stub: pages of 600 items (3 store pages of 256); a query `fail` answers 500; `slow` takes 400 ms. */
+/**
+ * The stub: pages of 600 items (3 store pages of 256); a query `fail` answers 500; `slow` takes 400 ms;
+ * `stale` is fresh for a second, then stale for a minute while it is refreshed.
+ */
 async function upstream(): Promise<StubUpstream> {
   return startStubUpstream((req, res) => {
     const url = new URL(req.url ?? '/', 'http://upstream');
@@ -31,7 +34,8 @@ async function upstream(): Promise<StubUpstream> {
         return;
       }
       const naming = url.pathname.endsWith('/product.searchForProductsOfStore.cp') ? STORE_PAGES : SEARCH_PAGES;
-      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' });
+      const caching = query === 'stale' ? { 'cache-control': 'max-age=1, stale-while-revalidate=60' } : {};
+      res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8', ...caching });
       res.end(pageDocument(600, new Map(url.searchParams), naming));
     };
     if (query === 'slow') setTimeout(answer, 400);
@@ -61,14 +65,26 @@ const childrenOf = (spans: readonly ReceivedSpan[], parent: ReceivedSpan) => spa
 describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) => {
   let receiver: OtlpReceiver;
   let stub: StubUpstream;
+  /** The legacy ASMX service, which a passthrough route sends ProductLookup to. */
+  let origin: StubUpstream;
   let proxy: BuiltProxy;
   /** Hits already taken by a test. */
   let consumed = 0;
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
     stub = await upstream();
+    origin = await startStubUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': XML_CONTENT_TYPE });
+      res.end(`${XML_DECLARATION}<searchResultSet />`);
+    });
     const config = join(tmpdir(), `tracing-${process.pid}-${protocol.replace('/', '-')}.json`);
-    writeFileSync(config, JSON.stringify({ server: { maxConcurrentCalls: 1 } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        server: { maxConcurrentCalls: 1 },
+        legacy: { origin: origin.origin, routes: [{ mode: 'passthrough', operations: ['ProductLookup'] }] },
+      }),
+    );
     proxy = await startBuilt({
       UPSTREAM_URL: stub.origin,
       CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
@@ -82,11 +98,13 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
   afterAll(async () => {
     await proxy?.stop();
     await stub?.close();
+    await origin?.close();
     await receiver?.close();
   });
   afterEach(() => {
     receiver.spans.length = 0;
     stub.requests.length = 0;
+    origin.requests.length = 0;
   });
 
   async function until(done: () => boolean): Promise<void> {
@@ -193,6 +211,33 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
     expect(server.traceId).toBe(traceId);
     expect(server.parentSpanId).toBe(callerSpan);
     expect(stub.requests[0]?.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+  });
+
+  it('a passthrough to the legacy origin is a client span, its traceparent sent to the origin', async () => {
+    expect(await call(`${proxy.url}/index.asmx/ProductLookup?productNumber=1&apiKey=${KEY}&version=1`)).toBe(200);
+    const { server, pages } = await callSpans(1);
+    expect(server.attributes['legacy.route']).toBe('passthrough');
+    expect(pages).toEqual([
+      expect.objectContaining({
+        kind: CLIENT,
+        name: 'GET legacy origin',
+        attributes: expect.objectContaining({ 'http.response.status_code': 200 }),
+      }),
+    ]);
+    expect(origin.requests.map((request) => request.headers.traceparent)).toEqual([`00-${server.traceId}-${pages[0]?.spanId}-01`]);
+  });
+
+  it('a background refresh of a stale page is a span of its own, linked to the page that set it off', async () => {
+    await call(`${proxy.url}/index.asmx`, soapSearch('stale'));
+    await callSpans(1);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await call(`${proxy.url}/index.asmx`, soapSearch('stale'));
+    const { pages } = await callSpans(1);
+    expect(pages.map((page) => page.attributes['legacy.page.source'])).toEqual(['stale']);
+    const spans = await receiver.waitForSpans((all) => all.some((span) => span.name === 'refresh GET /product.search.cp'));
+    const refresh = spans.find((span) => span.name === 'refresh GET /product.search.cp') as ReceivedSpan;
+    expect(refresh).toMatchObject({ parentSpanId: null, links: [expect.objectContaining({ spanId: pages[0]?.spanId })] });
+    expect(stub.requests.at(-1)?.headers.traceparent).toBe(`00-${refresh.traceId}-${refresh.spanId}-01`);
   });
 
   it('a description page is a server span of its own kind', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Config } from '../config/schema.js';
-import { UpstreamBusy, UpstreamError } from '../errors.js';
+import { failureReason, UpstreamBusy, UpstreamError } from '../errors.js';
 import { UPSTREAM_ENDPOINTS, type UpstreamPath } from '../operations.js';
 import {
   PAGE_SOURCES,
@@ -326,6 +326,8 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
   function refresh(key: string, request: UpstreamRequest, cached: CachedPage, fetch: FetchPage, call: FetchOptions): void {
     if (flights.has(key) || closing.signal.aborted) return;
     const { callTimeoutMs } = settings().upstream;
+    // Traced as a span of its own, linked to the page that set it off: it outlives that call.
+    const background = call.trace?.background(`refresh GET ${request.path}`);
     const flight = startFlight(
       key,
       (signal) =>
@@ -335,15 +337,20 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
           deadline: Date.now() + callTimeoutMs,
           signal: AbortSignal.any([signal, closing.signal, AbortSignal.timeout(callTimeoutMs)]),
           tally: null,
+          ...(background === undefined ? {} : { trace: background.trace }),
         }),
       true,
     );
-    flight.promise.catch((err: unknown) => {
-      log.debug(
-        { event: 'cache_refresh_failed', path: request.path, reason: err instanceof Error ? err.name : String(err) },
-        'background refresh failed',
-      );
-    });
+    flight.promise.then(
+      () => background?.end(null),
+      (err: unknown) => {
+        background?.end(failureReason(err));
+        log.debug(
+          { event: 'cache_refresh_failed', path: request.path, reason: err instanceof Error ? err.name : String(err) },
+          'background refresh failed',
+        );
+      },
+    );
   }
 
   async function fetchPage(request: UpstreamRequest, options: FetchOptions, fetch: FetchPage): Promise<{ page: Page; result: PageSource }> {

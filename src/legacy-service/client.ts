@@ -44,11 +44,16 @@ const RELAYED_HEADERS = ['content-type', 'cache-control'] as const;
  * SOAPAction) with the User-Agent the old service's logs know the caller by. No other header: not Host
  * (the origin's own), not hop-by-hop ones, not the caller's cookies or credentials.
  */
-export function forwardedRequest(request: ServiceRequest, userAgent: string | undefined): LegacyRequest {
+export function forwardedRequest(
+  request: ServiceRequest,
+  userAgent: string | undefined,
+  traceHeaders: Readonly<Record<string, string>> = {},
+): LegacyRequest {
   const named: [string, string | undefined][] = [
     ['content-type', request.contentType],
     ['soapaction', request.soapAction],
     ['user-agent', userAgent],
+    ...Object.entries(traceHeaders),
   ];
   return {
     method: request.method,

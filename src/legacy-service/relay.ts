@@ -8,12 +8,14 @@ import { CallError, ClientClosedError, LegacyOriginError, UpstreamError, failure
 import { TEXT_CONTENT_TYPE } from '../aspnet/error-page.js';
 import type { Ending, WrittenEnding } from '../inbound/ending.js';
 import type { BindingName, ServiceRequest } from '../inbound/binding.js';
-import { CACHE_ERROR, isRelayed, type Reply } from '../inbound/reply.js';
+import { CACHE_ERROR, isRelayed, type RelayedReply, type Reply } from '../inbound/reply.js';
 import { legacyOriginFailed } from '../messages.js';
 import type { LegacyCall } from '../operations.js';
 import { createShadows, type ShadowedCall, type Side } from './shadows.js';
 import type { LegacyRoute } from '../config/schema.js';
 import { createLegacyOrigin, forwardedRequest, type LegacyOrigin } from './client.js';
+import { startClientSpan } from '../tracing/client-span.js';
+import type { Tracing } from '../tracing/setup.js';
 import type { FetchOptions } from '../outbound/fetch.js';
 
 /**
@@ -48,17 +50,44 @@ export interface LegacyRoutingOptions {
   readonly config: Pick<Config, 'legacy' | 'upstream'>;
   readonly registry: Registry;
   readonly log: FastifyBaseLogger;
+  /** Tracing (src/tracing): each request to the origin a client span, its traceparent sent; null when off. */
+  readonly tracing: Tracing | null;
 }
 
-export function createLegacyRouting({ config, registry, log }: LegacyRoutingOptions): LegacyRouting {
+export function createLegacyRouting({ config, registry, log, tracing }: LegacyRoutingOptions): LegacyRouting {
   const shadows = createShadows(config.legacy.maxShadowsInFlight, registry, log);
   // The schema lets routes exist only with an origin (src/config/validate.ts).
   const origin: LegacyOrigin | null = config.legacy.origin === null ? null : createLegacyOrigin(config.legacy);
+  const originHost = config.legacy.origin === null ? '' : new URL(config.legacy.origin).hostname;
+
+  /** The call sent on to the origin as the caller sent it, under a client span of its own while tracing is on. */
+  async function send(routed: RoutedCall, origin: LegacyOrigin, signal?: AbortSignal): Promise<RelayedReply> {
+    const { request } = routed;
+    const parent = routed.options.trace;
+    const client =
+      tracing === null || parent === undefined
+        ? null
+        : startClientSpan(tracing, parent, `${request.method} legacy origin`, {
+            'http.request.method': request.method,
+            'url.path': request.path,
+            'server.address': originHost,
+          });
+    try {
+      const relayed = await origin.send(forwardedRequest(request, routed.userAgent, client?.trace.headers), signal);
+      client?.span.setAttribute('http.response.status_code', relayed.status);
+      if (relayed.status >= 500) client?.failed(String(relayed.status));
+      else client?.end();
+      return relayed;
+    } catch (err) {
+      client?.failed(failureReason(err));
+      throw err;
+    }
+  }
 
   /** The origin's reply to the call, or the 502 that says it gave none. */
   async function passthrough(routed: RoutedCall, origin: LegacyOrigin): Promise<Ending> {
     try {
-      const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent), routed.options.signal);
+      const relayed = await send(routed, origin, routed.options.signal);
       return {
         reply: relayed,
         failure: relayed.status >= 400 ? new LegacyOriginError({ code: 'status', status: relayed.status }) : null,
@@ -72,7 +101,7 @@ export function createLegacyRouting({ config, registry, log }: LegacyRoutingOpti
   /** The origin's reply read whole, for a comparison; its own deadline, whatever the caller does. */
   async function originSide(routed: RoutedCall, origin: LegacyOrigin): Promise<Side> {
     try {
-      const relayed = await origin.send(forwardedRequest(routed.request, routed.userAgent));
+      const relayed = await send(routed, origin);
       return { status: relayed.status, body: Buffer.concat(await relayed.body.toArray()).toString('utf8') };
     } catch (err) {
       return failedSide(err);

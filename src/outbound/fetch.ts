@@ -73,6 +73,14 @@ export interface FetchTrace {
   responded(status: number): void;
   /** Notes what happened to the fetch on the way: a wait for the budget, a pause of its appKey. */
   event(name: string, attributes: Readonly<Record<string, string | number>>): void;
+  /** A span of its own for work this fetch sets off and does not wait for (a background refresh), linked to this one. */
+  background(name: string): BackgroundTrace;
+}
+
+export interface BackgroundTrace {
+  readonly trace: FetchTrace;
+  /** Ends its span; `failure` names why it failed. */
+  end(failure: string | null): void;
 }
 
 export type FetchPage = (request: UpstreamRequest, options: FetchOptions) => Promise<Page>;

@@ -197,7 +197,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // made anew for each configuration (`configuredFor`); a call keeps the one it started with.
   const admission = createAdmission(config.server.maxConcurrentCalls, config.server.retryAfterSeconds);
   const fetchPlan = createPlanFetcher(config.upstream.maxConcurrentPages, shared);
-  const legacy = legacyRouting(fastify, config, registry);
+  const legacy = legacyRouting(fastify, config, registry, tracing);
   registerBrownoutGauge(registry, () => configured.schedule, now);
   const configuredFor = (current: Config): Configured => {
     const schedule = scheduleOf(current);
@@ -295,8 +295,8 @@ function readBodiesAsBytes(fastify: FastifyInstance): void {
 }
 
 /** Shadow and passthrough (docs/migration.md §6), closed with the app. */
-function legacyRouting(fastify: FastifyInstance, config: Config, registry: Registry) {
-  const legacy = createLegacyRouting({ config, registry, log: fastify.log });
+function legacyRouting(fastify: FastifyInstance, config: Config, registry: Registry, tracing: Tracing | null) {
+  const legacy = createLegacyRouting({ config, registry, log: fastify.log, tracing });
   fastify.addHook('onClose', async () => legacy.close());
   return legacy;
 }

@@ -88,5 +88,18 @@ export function fetchTrace(tracing: Tracing, span: Span, context: Context): Fetc
     headers,
     responded: (status) => span.setAttribute('http.response.status_code', status),
     event: (name, attributes) => span.addEvent(name, attributes),
+    background(name) {
+      const started = tracing.tracer.startSpan(name, { kind: SpanKind.CLIENT, root: true, links: [{ context: span.spanContext() }] });
+      return {
+        trace: fetchTrace(tracing, started, trace.setSpan(ROOT_CONTEXT, started)),
+        end(failure) {
+          if (failure !== null) {
+            started.setAttribute('error.type', failure);
+            started.setStatus({ code: SpanStatusCode.ERROR, message: failure });
+          }
+          started.end();
+        },
+      };
+    },
   };
 }

@@ -1,7 +1,6 @@
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { failureReason } from '../errors.js';
 import type { CallTally, Interceptor } from '../outbound/fetch.js';
-import { fetchTrace } from './calls.js';
+import { startClientSpan } from './client-span.js';
 import type { Tracing } from './setup.js';
 
 /**
@@ -12,32 +11,26 @@ import type { Tracing } from './setup.js';
  */
 export function tracePages(tracing: Tracing, upstreamHost: string): Interceptor {
   return (next) => async (request, options) => {
-    const parent = options.trace;
-    if (parent === undefined) return next(request, options);
-    const span = tracing.tracer.startSpan(
-      `GET ${request.path}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: { 'http.request.method': 'GET', 'url.path': request.path, 'server.address': upstreamHost },
-      },
-      parent.context,
-    );
+    if (options.trace === undefined) return next(request, options);
+    const client = startClientSpan(tracing, options.trace, `GET ${request.path}`, {
+      'http.request.method': 'GET',
+      'url.path': request.path,
+      'server.address': upstreamHost,
+    });
     const tally: CallTally = {
       upstreamRequest: () => options.tally?.upstreamRequest(),
       page: (source) => {
-        span.setAttribute('legacy.page.source', source);
+        client.span.setAttribute('legacy.page.source', source);
         options.tally?.page(source);
       },
     };
     try {
-      return await next(request, { ...options, tally, trace: fetchTrace(tracing, span, trace.setSpan(parent.context, span)) });
+      const page = await next(request, { ...options, tally, trace: client.trace });
+      client.end();
+      return page;
     } catch (err) {
-      const reason = failureReason(err);
-      span.setAttribute('error.type', reason);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: reason });
+      client.failed(failureReason(err));
       throw err;
-    } finally {
-      span.end();
     }
   };
 }
