@@ -240,6 +240,26 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
     expect(stub.requests.at(-1)?.headers.traceparent).toBe(`00-${refresh.traceId}-${refresh.spanId}-01`);
   });
 
+  it('the call-duration histogram carries exemplars with the trace id, in OpenMetrics; Prometheus text as before', async () => {
+    await call(`${proxy.url}/index.asmx`, soapSearch('exemplar'));
+    const { hit } = await callSpans(1);
+    const scrape = async (accept: string) => {
+      const reply = await fetch(`${proxy.adminUrl}/metrics`, { headers: { accept } });
+      return { contentType: reply.headers.get('content-type'), text: await reply.text() };
+    };
+    const open = await scrape('application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5');
+    expect(open.contentType).toMatch(/^application\/openmetrics-text/);
+    expect(open.text).toMatch(
+      new RegExp(`^legacy_call_duration_seconds_bucket\\{[^}]*\\} \\d+ # \\{trace_id="${hit.traceId}",span_id="${hit.spanId}"\\} `, 'm'),
+    );
+    expect(open.text.trimEnd().endsWith('# EOF')).toBe(true);
+    // The Prometheus text format after it, names and all, without exemplars.
+    const plain = await scrape('text/plain');
+    expect(plain.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(plain.text).toMatch(/^# TYPE legacy_calls_total counter$/m);
+    expect(plain.text).not.toContain('trace_id=');
+  });
+
   it('a description page is a server span of its own kind', async () => {
     await call(`${proxy.url}/index.asmx?WSDL`);
     const spans = await receiver.waitForSpans((all) => all.some((span) => span.attributes['legacy.description'] === 'wsdl'));

@@ -174,6 +174,8 @@ export function createHitRecorder(
   log: FastifyBaseLogger,
   hitLog: FastifyBaseLogger = log,
   fleet: LedgerSink | null = null,
+  /** While tracing is on: each call's duration carries its trace as an exemplar (OpenMetrics only). */
+  exemplars = false,
 ): HitRecorder {
   const calls = new Counter({
     name: 'legacy_calls_total',
@@ -189,6 +191,7 @@ export function createHitRecorder(
     labelNames: ['operation', 'binding'] as const,
     buckets: SECONDS_BUCKETS,
     registers: [registry],
+    enableExemplars: exemplars,
   });
   const upstream = new Histogram({
     name: 'upstream_request_duration_seconds',
@@ -232,7 +235,12 @@ export function createHitRecorder(
         shedInInterval++;
         shedTimer ??= setTimeout(warnShed, SHED_WARNING_INTERVAL_MS).unref();
       } else {
-        duration.observe({ operation: hit.operation, binding: hit.binding }, hit.durationMs / 1000);
+        const labels = { operation: hit.operation, binding: hit.binding };
+        if (exemplars && hit.traceId !== undefined && hit.spanId !== undefined) {
+          // prom-client types an exemplar's labels as the metric's own: they are not.
+          const exemplarLabels = { trace_id: hit.traceId, span_id: hit.spanId } as unknown as typeof labels;
+          duration.observe({ labels, value: hit.durationMs / 1000, exemplarLabels });
+        } else duration.observe(labels, hit.durationMs / 1000);
       }
       hitLines?.write(hitLine(hit, at));
     },

@@ -145,10 +145,10 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   fastify.addHook('onSend', async (request, reply) => addSignals(request, reply));
   readBodiesAsBytes(fastify);
 
-  const registry = createRegistry();
+  const registry = createRegistry((deps.tracing ?? null) !== null);
   const shared = createShared(config.redis, registry, fastify.log, config.redis.secret ?? config.deprecation.clientIdKey);
   const fleetLedger = createFleetLedger(shared, { retentionDays: config.deprecation.ledgerRetentionDays });
-  const hits = createHitRecorder(registry, fastify.log, deps.hitLogger, fleetLedger);
+  const hits = createHitRecorder(registry, fastify.log, deps.hitLogger, fleetLedger, (deps.tracing ?? null) !== null);
   fastify.addHook('onClose', async () => {
     hits.close();
     // What the fleet's ledger has not merged yet goes before the connection.

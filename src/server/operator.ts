@@ -1,4 +1,5 @@
 import type { Registry } from 'prom-client';
+import { createExposition } from '../metrics/exposition.js';
 import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
@@ -47,9 +48,11 @@ export async function operatorDataRoutes(
   { hits, registry, fleetLedger, paths, guard }: OperatorDataOptions,
 ): Promise<void> {
   if (paths.includes('/metrics')) {
-    fastify.get('/metrics', async (_request, reply) => {
-      reply.header('content-type', registry.contentType);
-      return registry.metrics();
+    const expose = createExposition(registry);
+    fastify.get('/metrics', async (request, reply) => {
+      const { contentType, text } = await expose(request.headers.accept);
+      reply.header('content-type', contentType);
+      return text;
     });
   }
   if (paths.includes('/ledger')) {
