@@ -304,6 +304,37 @@ describe('a collector that is down', () => {
   });
 });
 
+describe('a parent-based ratio sampler at 0', () => {
+  it("samples no new trace, and follows a caller's sampled one", async () => {
+    const receiver = await startOtlpReceiver();
+    const stub = await upstream();
+    const proxy = await startBuilt({
+      UPSTREAM_URL: stub.origin,
+      CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    });
+    try {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      expect(await call(`${proxy.url}/index.asmx/Search?query=unsampled&apiKey=${KEY}&version=1`)).toBe(200);
+      const sampled = { traceparent: `00-${traceId}-00f067aa0ba902b7-01` };
+      expect(await call(`${proxy.url}/index.asmx/Search?query=sampled&apiKey=${KEY}&version=1`, { headers: sampled })).toBe(200);
+      const spans = await receiver.waitForSpans((all) => all.length >= 2);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(new Set(receiver.spans.map((span) => span.traceId))).toEqual(new Set([traceId]));
+      expect(spans.map((span) => span.kind).sort()).toEqual([SERVER, CLIENT].sort());
+      // Unsampled, the upstream request says so: the upstream does not sample it either.
+      expect(stub.requests.map((request) => request.headers.traceparent?.slice(-2))).toEqual(['00', '01']);
+    } finally {
+      await proxy.stop();
+      await stub.close();
+      await receiver.close();
+    }
+  });
+});
+
 describe('tracing settings the proxy cannot follow', () => {
   it('refuse the start, naming the variable', async () => {
     await expect(startBuilt({ OTEL_TRACES_EXPORTER: 'zipkin' })).rejects.toThrow(/OTEL_TRACES_EXPORTER=zipkin is not supported/);
