@@ -61,11 +61,15 @@ export class ExportQueue implements SpanProcessor {
       clearTimeout(this.#timer);
       this.#timer = null;
     }
-    this.#draining ??= (async () => {
-      while (this.#queue.length > 0) await this.#export(this.#queue.splice(0, this.#options.maxBatchSize));
+    // Cleared once done, never before it is set: a drain of an empty queue would otherwise stay "under way" for good.
+    this.#draining ??= this.#exportAll().finally(() => {
       this.#draining = null;
-    })();
+    });
     return this.#draining;
+  }
+
+  async #exportAll(): Promise<void> {
+    while (this.#queue.length > 0) await this.#export(this.#queue.splice(0, this.#options.maxBatchSize));
   }
 
   #export(batch: ReadableSpan[]): Promise<void> {
