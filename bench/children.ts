@@ -17,6 +17,11 @@ export interface Usage {
   readonly heapMiB: number;
   readonly rssMiB: number;
   readonly maxRssMiB: number;
+  /** The trace sink's: POST /v1/traces it answered, and their bodies' bytes, since start. */
+  readonly receivedRequests?: number;
+  readonly receivedBytes?: number;
+  /** A traced proxy's: spans it did not send (its queue full, or an export failed), since start. */
+  readonly droppedSpans?: { readonly queueFull: number; readonly exportFailed: number };
 }
 
 export interface Server {

@@ -22,6 +22,8 @@ import { benchRuntimes, type Runtime } from './runtimes.js';
  * rounds (its highest req/s, its lowest CPU per call, each from whichever round it came) against the
  * proxy's median: a baseline's bad round must not pass the proxy. (A baseline bad in every round of a
  * run, as the soap facade was under wrk after autocannon's rounds, is what the restart before wrk is for.)
+ * The cold proxy is measured again with tracing on (every call sampled, its spans sent over OTLP/HTTP to
+ * a sink on core 0 that reads and counts them, bench/servers.ts), held to 0.85 × its req/s with tracing off.
  *
  *   npm run bench                                  # 3 rounds of 5 s per scenario
  *   BENCH_ROUNDS=5 BENCH_SECONDS=10 npm run bench
@@ -41,14 +43,20 @@ const BENCH_DESIGNS = 1200;
 
 interface Scenario {
   readonly name: string;
-  /** `cached`: the proxy with its page cache on; `proxy` has it off, every call an upstream request. */
-  readonly server: 'passthrough' | 'facade' | 'proxy' | 'cached';
+  /**
+   * `cached`: the proxy with its page cache on; `proxy` has it off, every call an upstream request;
+   * `traced`: `proxy` with tracing on, every call sampled, its spans sent to a trace sink.
+   */
+  readonly server: 'passthrough' | 'facade' | 'proxy' | 'cached' | 'traced';
   readonly request: BenchRequest;
   /** One connection: a latency scenario, not a throughput one. */
   readonly sequential?: boolean;
 }
 
 /** Search for everything: the upstream's first page of 60 items, about 125 KB. */
+const TRACED = 'proxy, tracing on: SOAP 1.1 Search';
+/** Tracing on (sampler ratio 1.0, the collector on loopback): at least this × the req/s with it off (issue 29). */
+const TRACING_TARGET = 0.85;
 const SEARCH = '<query></query>';
 
 function scenarios(storeId: string, storePageSize: number): Scenario[] {
@@ -57,6 +65,7 @@ function scenarios(storeId: string, storePageSize: number): Scenario[] {
     { name: '(b) soap facade: SOAP 1.1 Search', server: 'facade', request: soapCall('1.1', 'Search', SEARCH) },
     { name: 'proxy: SOAP 1.1 Search', server: 'proxy', request: soapCall('1.1', 'Search', SEARCH) },
     { name: 'proxy, cache on: SOAP 1.1 Search, hot', server: 'cached', request: soapCall('1.1', 'Search', SEARCH) },
+    { name: TRACED, server: 'traced', request: soapCall('1.1', 'Search', SEARCH) },
     { name: 'proxy: SOAP 1.2 Search', server: 'proxy', request: soapCall('1.2', 'Search', SEARCH) },
     { name: 'proxy: HTTP GET Search', server: 'proxy', request: { method: 'GET', path: '/index.asmx/Search?query=' } },
     // The same 60 items as Search returns, but from two upstream pages of 34 (items 34 to 101).
@@ -195,6 +204,8 @@ function summarise(name: string, runs: readonly Run[]): Summary {
 interface OnRuntime {
   readonly runtime: Runtime;
   readonly servers: Record<Scenario['server'], Server>;
+  /** The trace collector `traced` sends its spans to, one for each runtime's, on core 0 like the upstream. */
+  readonly sink: Server;
   readonly runs: Map<string, Run[]>;
   readonly wrkRuns: Map<string, WrkMeasured[]>;
 }
@@ -212,18 +223,23 @@ async function main(): Promise<void> {
   const options = { upstream: upstream.url, proxyConfig: { paging, cache: { enabled: false } } };
   const cachedOptions = { upstream: upstream.url, proxyConfig: { paging, cache: { enabled: true } } };
   const all = scenarios(storeId, storePageSize);
-  const start = (server: Scenario['server'], runtime: Runtime): Promise<Server> =>
-    server === 'cached' ? startServer('proxy', 1, cachedOptions, runtime.execPath) : startServer(server, 1, options, runtime.execPath);
+  const start = (server: Scenario['server'], runtime: Runtime, sink: Server): Promise<Server> => {
+    if (server === 'cached') return startServer('proxy', 1, cachedOptions, runtime.execPath);
+    if (server === 'traced') return startServer('proxy', 1, { ...options, tracing: { endpoint: sink.url } }, runtime.execPath);
+    return startServer(server, 1, options, runtime.execPath);
+  };
   // Every runtime's servers run side by side (one at a time under load), so that each round measures all of them.
   const on: OnRuntime[] = [];
   for (const runtime of runtimes) {
+    const sink = await startServer('sink', 0, {});
     const servers = {
-      passthrough: await start('passthrough', runtime),
-      facade: await start('facade', runtime),
-      proxy: await start('proxy', runtime),
-      cached: await start('cached', runtime),
+      passthrough: await start('passthrough', runtime, sink),
+      facade: await start('facade', runtime, sink),
+      proxy: await start('proxy', runtime, sink),
+      cached: await start('cached', runtime, sink),
+      traced: await start('traced', runtime, sink),
     };
-    on.push({ runtime, servers, runs: new Map(all.map((s) => [s.name, []])), wrkRuns: new Map(all.map((s) => [s.name, []])) });
+    on.push({ runtime, servers, sink, runs: new Map(all.map((s) => [s.name, []])), wrkRuns: new Map(all.map((s) => [s.name, []])) });
   }
   /** Each round in the other order of runtimes than the last. */
   const inOrder = (round: number): OnRuntime[] => (round % 2 === 1 ? [...on].reverse() : on);
@@ -243,10 +259,10 @@ async function main(): Promise<void> {
   // three it measures are started again, so that they have the same history; the half-rate latency
   // and the live heap below are measured on these.
   const wrkScenarios = WRK_AVAILABLE ? all.slice(0, WRK_SCENARIOS) : [];
-  for (const { runtime, servers } of on) {
+  for (const { runtime, servers, sink } of on) {
     for (const { server } of wrkScenarios) {
       servers[server].stop();
-      servers[server] = await start(server, runtime);
+      servers[server] = await start(server, runtime, sink);
     }
   }
   for (let round = 0; round <= ROUNDS && wrkScenarios.length > 0; round++) {
@@ -309,6 +325,17 @@ async function main(): Promise<void> {
     );
   }
 
+  // What each sink received (its traced proxy's batches have long been sent by now) and the spans dropped.
+  const exportedOf = new Map<OnRuntime, Exported>();
+  for (const o of on) {
+    const [sink, traced] = [await o.sink.usage(), await o.servers.traced.usage()];
+    exportedOf.set(o, {
+      requests: sink.receivedRequests ?? 0,
+      bytes: sink.receivedBytes ?? 0,
+      droppedSpans: traced.droppedSpans ?? { queueFull: Number.NaN, exportFailed: Number.NaN },
+    });
+  }
+
   const results = on.map((o): RuntimeResult => {
     const summaries = summariesOf.get(o) as Summary[];
     const rounds = halfRateRounds.get(o) ?? [];
@@ -319,6 +346,7 @@ async function main(): Promise<void> {
       rounds,
       liveHeapOf.get(o) ?? { rounds: [], growth: Number.NaN },
       wrkSummariesOf.get(o) ?? [],
+      exportedOf.get(o) ?? { requests: 0, bytes: 0, droppedSpans: { queueFull: Number.NaN, exportFailed: Number.NaN } },
     );
   });
   // The proxy on each runtime against the first (the oldest): Search over SOAP 1.1, req/s and CPU per call.
@@ -363,12 +391,16 @@ async function main(): Promise<void> {
   writeFileSync(join(RESULTS, 'latest.md'), markdown);
   process.stdout.write(markdown);
 
-  for (const server of [...on.flatMap((o) => Object.values(o.servers)), upstream]) server.stop();
+  for (const server of [...on.flatMap((o) => [...Object.values(o.servers), o.sink]), upstream]) server.stop();
+  const unexported = results.filter((r) => r.tracing.exported.bytes === 0);
+  for (const r of unexported) {
+    process.stderr.write(`INVALID: node ${r.runtime.version}: the trace sink received nothing, so tracing on was not measured\n`);
+  }
   const halfRateErrors = [...halfRateRounds.values()]
     .flat()
     .reduce((sum, round) => sum + round.passthrough.errors + round.proxy.errors + round.passthroughAtA.errors + round.cached.errors, 0);
   const failed = results.some((r) => r.summaries.some((s) => s.errors > 0) || r.wrk.some((s) => s.errors > 0));
-  if (failed || halfRateErrors > 0) process.exitCode = 1;
+  if (failed || halfRateErrors > 0 || unexported.length > 0) process.exitCode = 1;
 }
 
 /** One runtime's summaries, its p99s at half of the proxy's peak, and its targets. */
@@ -379,6 +411,7 @@ function resultOf(
   halfRateRounds: readonly HalfRateRound[],
   heap: LiveHeap,
   wrkSummaries: readonly WrkSummary[],
+  exported: Exported,
 ): RuntimeResult {
   const halfRate = halfRates.proxy;
   const [passthrough, facade, proxySoap11, cachedSoap11] = summaries as [Summary, Summary, Summary, Summary];
@@ -406,6 +439,14 @@ function resultOf(
   const byName = (prefix: string): Summary => summaries.find((s) => s.name.startsWith(prefix)) as Summary;
   const onePage = byName('proxy: StoreLookupPaged');
   const tenPages = byName('proxy: StoreLookup,');
+  const traced = byName(TRACED);
+  // Both medians: the same server, measured in the same rounds.
+  const tracing: TracingResult = {
+    ratio: traced.requestsPerSecond / proxySoap11.requestsPerSecond,
+    on: { requestsPerSecond: traced.requestsPerSecond, cpuMsPerRequest: traced.cpuMsPerRequest },
+    off: { requestsPerSecond: proxySoap11.requestsPerSecond, cpuMsPerRequest: proxySoap11.cpuMsPerRequest },
+    exported,
+  };
   const targets = [
     {
       target: 'Search over SOAP 1.1 ≥ 0.8 × (a) req/s',
@@ -451,10 +492,13 @@ function resultOf(
       atLeast: false,
     },
     ...wrkTargets(wrkSummaries),
-  ].map(judged);
+  ]
+    .map(judged)
+    .concat(tracingTarget(tracing));
   return {
     runtime,
     summaries,
+    tracing,
     wrk: wrkSummaries,
     halfRate,
     halfRateP99s,
@@ -465,6 +509,19 @@ function resultOf(
     liveHeapMiB: heap.rounds,
     targets,
   };
+}
+
+/** Tracing on × off, not met however fast when the sink received nothing (nothing was then exported). */
+function tracingTarget(tracing: TracingResult): Target {
+  const target = judged({
+    target:
+      `tracing on × off (sampler ratio 1.0, collector on loopback): SOAP 1.1 Search ≥ ${TRACING_TARGET} × req/s` +
+      (tracing.exported.bytes === 0 ? ' (**invalid**: the sink received nothing)' : ''),
+    value: tracing.ratio,
+    limit: TRACING_TARGET,
+    atLeast: true,
+  });
+  return { ...target, met: target.met && tracing.exported.bytes > 0 };
 }
 
 /** With wrk: the proxy's Search over SOAP 1.1 against (b), in req/s and in CPU time per call. */
@@ -554,9 +611,28 @@ interface HalfRateRound {
   readonly cached: LatencyRun;
 }
 
+/** What the trace sink of one runtime received, since start (warm-up included). */
+interface Exported {
+  /** OTLP export requests (POST /v1/traces) and their bodies' bytes. */
+  readonly requests: number;
+  readonly bytes: number;
+  /** Spans the traced proxy did not send: its queue full, or an export failed. */
+  readonly droppedSpans: { readonly queueFull: number; readonly exportFailed: number };
+}
+
+/** The cold proxy's SOAP 1.1 Search with tracing on against off, medians of the same rounds. */
+interface TracingResult {
+  /** On ÷ off, req/s. */
+  readonly ratio: number;
+  readonly on: { readonly requestsPerSecond: number; readonly cpuMsPerRequest: number };
+  readonly off: { readonly requestsPerSecond: number; readonly cpuMsPerRequest: number };
+  readonly exported: Exported;
+}
+
 interface RuntimeResult {
   readonly runtime: Runtime;
   readonly summaries: readonly Summary[];
+  readonly tracing: TracingResult;
   /** (a), (b) and the proxy under wrk; empty without wrk. */
   readonly wrk: readonly WrkSummary[];
   /** Half of the proxy's own SOAP 1.1 Search peak on this runtime. */
@@ -605,6 +681,19 @@ function wrkRows(summaries: readonly WrkSummary[], rounds: number): string[] {
   ];
 }
 
+function tracingRow({ ratio, on, off, exported }: TracingResult): string {
+  const kib = (exported.bytes / 1024).toFixed(0);
+  return (
+    `Tracing on × off (sampler ratio 1.0, every span sent over OTLP/HTTP protobuf to a collector on loopback), SOAP 1.1 Search: ` +
+    `${ratio.toFixed(2)} (target ≥ ${TRACING_TARGET}): ${Math.round(on.requestsPerSecond)} against ${Math.round(off.requestsPerSecond)} ` +
+    `req/s, CPU ${on.cpuMsPerRequest.toFixed(2)} against ${off.cpuMsPerRequest.toFixed(2)} ms/req (medians). ` +
+    (exported.bytes === 0
+      ? '**Invalid: the collector received nothing.**'
+      : `The collector received ${exported.requests} exports, ${kib} KiB; spans dropped: ${exported.droppedSpans.queueFull} ` +
+        `with the queue full, ${exported.droppedSpans.exportFailed} in failed exports.`)
+  );
+}
+
 function renderMarkdown(report: Report): string {
   const targetRows = (targets: readonly Target[]): string[] =>
     targets.map((t) => `| ${t.target} | ${t.value.toFixed(2)} | ${t.met ? 'met' : '**not met**'} |`);
@@ -631,6 +720,8 @@ function renderMarkdown(report: Report): string {
         `rounds' p99s: (a) ${r.halfRateP99s.passthrough.map(ms).join(', ')}; proxy ${r.halfRateP99s.proxy.map(ms).join(', ')}). Over ` +
         `all rounds' answers together: p99 (a) ${ms(r.pooledP99AtHalf.passthrough)} ms, proxy ${ms(r.pooledP99AtHalf.proxy)} ms. ` +
         `The load generator itself sent up to ${ms(r.loadGeneratorLatenessP99Ms)} ms late (p99), the same for both.`,
+      '',
+      tracingRow(r.tracing),
       '',
       ...wrkRows(r.wrk, report.rounds),
       `The proxy's live heap after a full collection, after each of ${r.liveHeapMiB.length} rounds of its cold throughput scenarios: ` +

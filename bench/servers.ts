@@ -10,6 +10,8 @@ import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import { tuneHeap } from '../src/start/heap.js';
 import { createLogger } from '../src/log/loggers.js';
 import { buildApp } from '../src/server/app.js';
+import { tracingSettings } from '../src/tracing/settings.js';
+import type { Tracing } from '../src/tracing/setup.js';
 
 /**
  * The servers the benchmark measures, each started in a child process of its own so that it can be
@@ -21,10 +23,14 @@ import { buildApp } from '../src/server/app.js';
  *                expression, the upstream body spliced into the envelope with the proxy's bytes
  *                (whitespace between tags dropped, `xmlns=""` added), no checks
  *   facade       (b) what a team would write by hand with the `soap` package's server
- *   proxy        (c) this product
+ *   proxy        (c) this product; with `tracing`, traced as OTEL_TRACES_EXPORTER=otlp turns it on,
+ *                every call sampled, its spans sent to `tracing.endpoint`
+ *   sink         a trace collector that costs almost nothing: an OTLP/HTTP receiver that reads each
+ *                POST /v1/traces whole, counts its bytes, decodes nothing and answers 200, empty
  *
  * `node dist/bench/servers.js KIND OPTIONS_JSON`; the child tells its parent its URL over IPC and
- * answers `usage` messages with its CPU time and memory.
+ * answers `usage` messages with its CPU time and memory (and a sink what it received, a traced proxy
+ * the spans it dropped).
  */
 
 interface Options {
@@ -33,7 +39,13 @@ interface Options {
   readonly designs?: number;
   readonly storeDelayMs?: number;
   readonly proxyConfig?: Json;
+  /** The proxy traced, every call sampled, its spans sent over OTLP/HTTP (protobuf) to `endpoint`. */
+  readonly tracing?: { readonly endpoint: string };
 }
+
+/** What the sink received, and the spans a traced proxy dropped, since start: sent with its usage. */
+const received = { receivedRequests: 0, receivedBytes: 0 };
+let droppedSpans: (() => { queueFull: number; exportFailed: number }) | null = null;
 
 const NS = 'http://tempuri.org/';
 const APP_KEY = 'bench-app-key';
@@ -122,8 +134,56 @@ async function startFacade(options: Options): Promise<string> {
 async function startProxy(options: Options): Promise<string> {
   tuneHeap();
   const config = loadConfig({}, { upstream: { baseUrl: options.upstream as string, appKey: APP_KEY } }, options.proxyConfig ?? {});
-  const { fastify } = await buildApp(config, { logger: createLogger(config.log.level) });
+  const logger = createLogger(config.log.level);
+  const tracing = options.tracing ? await startTracing(options.tracing.endpoint, logger) : null;
+  const { fastify } = await buildApp(config, { logger, tracing });
   return fastify.listen({ host: '127.0.0.1', port: 0 });
+}
+
+/**
+ * Tracing as main() builds it (src/start/main.ts) from OTEL_TRACES_EXPORTER=otlp,
+ * OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf and OTEL_TRACES_SAMPLER=always_on (the ratio 1.0). The
+ * OTLP exporter reads its endpoint from the environment itself, so it is set in this process.
+ */
+async function startTracing(endpoint: string, logger: ReturnType<typeof createLogger>): Promise<Tracing> {
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
+  const settings = tracingSettings({
+    OTEL_TRACES_EXPORTER: 'otlp',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_TRACES_SAMPLER: 'always_on',
+  });
+  if (settings === null) throw new Error('tracing settings: off');
+  // Loaded only when on, as main() does: the proxy without tracing loads no SDK.
+  const tracing = (await import('../src/tracing/setup.js')).createTracing(settings, logger);
+  droppedSpans = () => ({ queueFull: tracing.dropped.queue_full, exportFailed: tracing.dropped.export_failed });
+  return tracing;
+}
+
+/**
+ * A trace collector as cheap as one can be, on loopback: POST /v1/traces read whole (whatever its
+ * content type), its bytes counted, answered 200 with an empty body (an empty
+ * ExportTraceServiceResponse in protobuf: nothing rejected). Nothing is decoded.
+ */
+async function startSink(): Promise<string> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST' || req.url !== '/v1/traces') {
+      req.resume();
+      res.writeHead(404, { 'content-length': 0 }).end();
+      return;
+    }
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    req.on('end', () => {
+      received.receivedRequests += 1;
+      received.receivedBytes += bytes;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': 0 }).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 const STARTERS: Readonly<Record<string, (options: Options) => Promise<string>>> = {
@@ -131,6 +191,7 @@ const STARTERS: Readonly<Record<string, (options: Options) => Promise<string>>> 
   passthrough: startPassthrough,
   facade: startFacade,
   proxy: startProxy,
+  sink: startSink,
 };
 
 const [kind = '', optionsJson = '{}'] = process.argv.slice(2);
@@ -150,6 +211,8 @@ process.on('message', (message) => {
     heapMiB: heapUsed / 2 ** 20,
     rssMiB: rss / 2 ** 20,
     maxRssMiB: process.resourceUsage().maxRSS / 1024,
+    ...(kind === 'sink' ? received : {}),
+    ...(droppedSpans === null ? {} : { droppedSpans: droppedSpans() }),
   });
 });
 process.send({ url, ns: NS });
