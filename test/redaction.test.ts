@@ -139,7 +139,7 @@ describe('the key an answer echoes, in any spelling (properties)', () => {
         fc.pre(notInTheWords(key));
         written.length = 0;
         const { legacy, translated, shown } = ANSWERS[binding](`${BEFORE}${spelled}${AFTER}`);
-        const compare = shadows.admit({ operation: 'Search', binding, client: 'shop', requestId: 'r1', apiKey: key })!;
+        const compare = shadows.admit({ operation: 'Search', binding, client: 'shop', requestId: 'r1', trace: null, apiKey: key })!;
         compare(Promise.resolve(translated), Promise.resolve(legacy));
         while (written.length === 0) await new Promise((resolve) => setImmediate(resolve));
         const line = written[0]!;

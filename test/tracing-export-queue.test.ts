@@ -39,6 +39,23 @@ describe('the export queue', () => {
     expect(exporter.getFinishedSpans()).toHaveLength(28);
   });
 
+  it('sends full batches at once, and a partial one only once its delay has passed', async () => {
+    const batches: number[] = [];
+    const counting: SpanExporter = {
+      export: (spans, done) => {
+        batches.push(spans.length);
+        done({ code: ExportResultCode.SUCCESS });
+      },
+      shutdown: async () => {},
+    };
+    const { end } = queued(counting);
+    end(25);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(batches).toEqual([10, 10]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(batches).toEqual([10, 10, 5]);
+  });
+
   it('drops past its bound, counting each, while an export hangs; a hung export is given up and counted', async () => {
     const batches: ReadableSpan[][] = [];
     const hanging: SpanExporter = { export: (spans) => void batches.push(spans), shutdown: async () => {} };

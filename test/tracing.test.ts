@@ -82,7 +82,13 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
       config,
       JSON.stringify({
         server: { maxConcurrentCalls: 1 },
-        legacy: { origin: origin.origin, routes: [{ mode: 'passthrough', operations: ['ProductLookup'] }] },
+        legacy: {
+          origin: origin.origin,
+          routes: [
+            { mode: 'passthrough', operations: ['ProductLookup'] },
+            { mode: 'shadow', operations: ['StoreLookupPaged'] },
+          ],
+        },
       }),
     );
     proxy = await startBuilt({
@@ -227,6 +233,16 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
     expect(origin.requests.map((request) => request.headers.traceparent)).toEqual([`00-${server.traceId}-${pages[0]?.spanId}-01`]);
   });
 
+  it("a shadowed call: the origin's request a client span of the call; the comparison's line carries the trace", async () => {
+    const url = `${proxy.url}/index.asmx/StoreLookupPaged?storeId=s&pageIndex=0&pageSize=10&apiKey=${KEY}&version=1&productTypes=`;
+    expect(await call(url)).toBe(200);
+    const { server, pages, hit } = await callSpans(2);
+    expect(pages.map((page) => page.name).sort()).toEqual(['GET /product.searchForProductsOfStore.cp', 'GET legacy origin']);
+    await until(() => proxy.lines.some((line) => line.includes('"shadow_mismatch"')));
+    const mismatch = JSON.parse(proxy.lines.find((line) => line.includes('"shadow_mismatch"')) as string) as Record<string, unknown>;
+    expect(mismatch).toMatchObject({ requestId: hit.requestId, traceId: server.traceId, spanId: server.spanId });
+  });
+
   it('a background refresh of a stale page is a span of its own, linked to the page that set it off', async () => {
     await call(`${proxy.url}/index.asmx`, soapSearch('stale'));
     await callSpans(1);
@@ -300,6 +316,28 @@ describe('a collector that is down', () => {
     } finally {
       await proxy.stop();
       await stub.close();
+    }
+  });
+});
+
+describe('a stop', () => {
+  it('sends the spans of the last calls before the process ends', async () => {
+    const receiver = await startOtlpReceiver();
+    const stub = await upstream();
+    const proxy = await startBuilt({
+      UPSTREAM_URL: stub.origin,
+      CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    });
+    try {
+      expect(await call(`${proxy.url}/index.asmx/Search?query=last&apiKey=${KEY}&version=1`)).toBe(200);
+      // At once: well within the queue's second, so only the stop's flush can have sent them.
+      await proxy.stop();
+      expect(receiver.spans.map((span) => span.kind).sort()).toEqual([SERVER, CLIENT].sort());
+    } finally {
+      await stub.close();
+      await receiver.close();
     }
   });
 });

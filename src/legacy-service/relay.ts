@@ -165,7 +165,15 @@ export function createLegacyRouting({ config, registry, log, tracing }: LegacyRo
 }
 
 function shadowedCall({ call, binding, caller, options }: RoutedCall): ShadowedCall {
-  return { operation: call.operation.name, binding, client: caller.name, requestId: options.requestId, apiKey: call.credentials.apiKey };
+  const { requestId, trace } = options;
+  return {
+    operation: call.operation.name,
+    binding,
+    client: caller.name,
+    requestId,
+    trace: trace === undefined ? null : { traceId: trace.traceId, spanId: trace.spanId },
+    apiKey: call.credentials.apiKey,
+  };
 }
 
 function sideOf({ reply, failure }: WrittenEnding): Side {

@@ -21,6 +21,8 @@ export interface ShadowedCall {
   /** As the hit names the caller: a configured client's name, else the fingerprint. */
   readonly client: string;
   readonly requestId: string;
+  /** The call's trace and span while tracing is on, for the lines written here. */
+  readonly trace: { readonly traceId: string; readonly spanId: string } | null;
   /** Sent to both paths, kept out of every line written here. */
   readonly apiKey: string | null;
 }
@@ -46,7 +48,7 @@ export function createShadows(maxInFlight: number, registry: Registry, log: Fast
 
   async function compare(call: ShadowedCall, translatedSide: Promise<Side>, originSide: Promise<Side>): Promise<ShadowResult> {
     const [translated, legacy] = await Promise.all([translatedSide, originSide]);
-    const context = { operation: call.operation, binding: call.binding, client: call.client, requestId: call.requestId };
+    const context = { operation: call.operation, binding: call.binding, client: call.client, requestId: call.requestId, ...call.trace };
     if ('failed' in translated || 'failed' in legacy) {
       const failed = { translated: 'failed' in translated ? translated.failed : null, legacy: 'failed' in legacy ? legacy.failed : null };
       log.warn({ event: 'shadow_error', ...context, failed }, `shadow ${call.operation}: no answer to compare`);
@@ -68,7 +70,7 @@ export function createShadows(maxInFlight: number, registry: Registry, log: Fast
       return (translated, legacy) => {
         compare(call, translated, legacy)
           .catch((err: unknown) => {
-            log.error({ err, event: 'shadow_defect', requestId: call.requestId }, 'shadow comparison failed unexpectedly');
+            log.error({ err, event: 'shadow_defect', requestId: call.requestId, ...call.trace }, 'shadow comparison failed unexpectedly');
             return 'error' as const;
           })
           .then((result) => comparisons.inc({ operation: call.operation, result }))

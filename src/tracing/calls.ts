@@ -78,14 +78,21 @@ export function traceDescription(
 
 /** The trace of a fetch under `span`: its ids, the headers that carry it on, and its events. */
 export function fetchTrace(tracing: Tracing, span: Span, context: Context): FetchTrace {
-  const headers: Record<string, string> = {};
-  tracing.propagator.inject(context, headers, { set: (carrier, key, value) => (carrier[key] = value) });
+  // Written when a request is sent under it: a page the cache serves sends none.
+  let headers: Record<string, string> | undefined;
   const { traceId, spanId } = span.spanContext();
   return {
     context,
     traceId,
     spanId,
-    headers,
+    get headers() {
+      if (headers === undefined) {
+        const written: Record<string, string> = {};
+        tracing.propagator.inject(context, written, { set: (carrier, key, value) => (carrier[key] = value) });
+        headers = written;
+      }
+      return headers;
+    },
     responded: (status) => span.setAttribute('http.response.status_code', status),
     event: (name, attributes) => span.addEvent(name, attributes),
     background(name) {

@@ -27,8 +27,10 @@ export class ExportQueue implements SpanProcessor {
   readonly #options: ExportQueueOptions;
   #queue: ReadableSpan[] = [];
   #timer: NodeJS.Timeout | null = null;
-  /** The export under way, and any after it, until the queue is empty. */
+  /** The exports under way, one after the other. */
   #draining: Promise<void> | null = null;
+  /** Whether the drain under way sends a partial batch too. */
+  #sendAll = false;
 
   constructor(options: ExportQueueOptions) {
     this.#options = options;
@@ -43,33 +45,51 @@ export class ExportQueue implements SpanProcessor {
       return;
     }
     this.#queue.push(span);
-    if (this.#queue.length >= this.#options.maxBatchSize) void this.#drain();
-    else this.#timer ??= setTimeout(() => void this.#drain(), this.#options.delayMs).unref();
+    if (this.#queue.length >= this.#options.maxBatchSize) void this.#drain(false);
+    else this.#timer ??= setTimeout(() => void this.#drain(true), this.#options.delayMs).unref();
   }
 
-  forceFlush(): Promise<void> {
-    return this.#drain();
+  /** Everything queued sent, or given up: again while spans are left (one that came as a drain was ending). */
+  async forceFlush(): Promise<void> {
+    do await this.#drain(true);
+    while (this.#queue.length > 0);
   }
 
   async shutdown(): Promise<void> {
-    await this.#drain();
+    await this.forceFlush();
     await this.#options.exporter.shutdown();
   }
 
-  #drain(): Promise<void> {
-    if (this.#timer !== null) {
-      clearTimeout(this.#timer);
-      this.#timer = null;
+  /**
+   * Sends full batches, and with `all` what is left too (the delay passed, a flush, a stop): an export
+   * costs about the same for ten spans as for hundreds, so a partial batch waits for its delay. One
+   * export at a time; a drain asked for while one runs joins it.
+   */
+  #drain(all: boolean): Promise<void> {
+    if (all) {
+      this.#sendAll = true;
+      if (this.#timer !== null) {
+        clearTimeout(this.#timer);
+        this.#timer = null;
+      }
     }
     // Cleared once done, never before it is set: a drain of an empty queue would otherwise stay "under way" for good.
-    this.#draining ??= this.#exportAll().finally(() => {
+    this.#draining ??= this.#send().finally(() => {
       this.#draining = null;
     });
     return this.#draining;
   }
 
-  async #exportAll(): Promise<void> {
-    while (this.#queue.length > 0) await this.#export(this.#queue.splice(0, this.#options.maxBatchSize));
+  async #send(): Promise<void> {
+    const { maxBatchSize } = this.#options;
+    for (;;) {
+      const full = this.#queue.length >= maxBatchSize;
+      // A partial batch once per asking: spans that come meanwhile wait for their own delay.
+      if (!full && !(this.#sendAll && this.#queue.length > 0)) break;
+      if (!full) this.#sendAll = false;
+      await this.#export(this.#queue.splice(0, maxBatchSize));
+    }
+    this.#sendAll = false;
   }
 
   #export(batch: ReadableSpan[]): Promise<void> {
