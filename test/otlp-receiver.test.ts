@@ -57,14 +57,7 @@ describe.each(ENCODINGS)('the OTLP receiver, $name', ({ contentType, exporter })
         kind: SpanKind.CLIENT,
         startTime: START,
         links: [link],
-        attributes: {
-          'http.request.method': 'GET',
-          'http.response.status_code': 502,
-          'retry.delta': -3,
-          'cache.ratio': 0.25,
-          'cache.hit': false,
-          'catalog.ids': ['a', 'b'],
-        },
+        attributes: CLIENT_ATTRIBUTES,
       },
       trace.setSpan(context.active(), server),
     );
@@ -94,14 +87,7 @@ describe.each(ENCODINGS)('the OTLP receiver, $name', ({ contentType, exporter })
         parentSpanId: server.spanContext().spanId,
         name: 'GET .cp',
         kind: 3,
-        attributes: {
-          'http.request.method': 'GET',
-          'http.response.status_code': 502,
-          'retry.delta': -3,
-          'cache.ratio': 0.25,
-          'cache.hit': false,
-          'catalog.ids': ['a', 'b'],
-        },
+        attributes: CLIENT_ATTRIBUTES,
         events: [{ name: 'retry', timeUnixNano: 1_700_000_000_123_456_789n, attributes: { 'retry.attempt': 2 } }],
         links: [{ traceId: LINKED.traceId, spanId: LINKED.spanId, traceState: '', attributes: { 'link.reason': 'retry of' } }],
         status: { code: 2, message: 'upstream answered 502' },
@@ -145,6 +131,16 @@ describe.each(ENCODINGS)('the OTLP receiver, $name', ({ contentType, exporter })
     expect(receiver.spans).toEqual([]);
   });
 });
+
+/** Every kind of attribute value the exporters encode. */
+const CLIENT_ATTRIBUTES = {
+  'http.request.method': 'GET',
+  'http.response.status_code': 502,
+  'retry.delta': -3,
+  'cache.ratio': 0.25,
+  'cache.hit': false,
+  'catalog.ids': ['a', 'b'],
+};
 
 describe('the OTLP receiver, OTLP/JSON as other senders write it', () => {
   it('reads int64 as strings, enums by name, base64 ids and snake_case names', async () => {

@@ -320,37 +320,48 @@ describe('a collector that is down', () => {
   });
 });
 
+/** The built proxy over a fresh stub, exporting to a fresh receiver, with `env` besides. */
+async function traced(
+  env: NodeJS.ProcessEnv,
+): Promise<{ receiver: OtlpReceiver; stub: StubUpstream; proxy: BuiltProxy; close(): Promise<void> }> {
+  const receiver = await startOtlpReceiver();
+  const stub = await upstream();
+  const proxy = await startBuilt({
+    UPSTREAM_URL: stub.origin,
+    CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
+    OTEL_TRACES_EXPORTER: 'otlp',
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    ...env,
+  });
+  return {
+    receiver,
+    stub,
+    proxy,
+    async close() {
+      await proxy.stop();
+      await stub.close();
+      await receiver.close();
+    },
+  };
+}
+
 describe('a stop', () => {
   it('sends the spans of the last calls before the process ends', async () => {
-    const receiver = await startOtlpReceiver();
-    const stub = await upstream();
-    const proxy = await startBuilt({
-      UPSTREAM_URL: stub.origin,
-      CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
-      OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    });
+    const { receiver, proxy, close } = await traced({});
     try {
       expect(await call(`${proxy.url}/index.asmx/Search?query=last&apiKey=${KEY}&version=1`)).toBe(200);
       // At once: well within the queue's second, so only the stop's flush can have sent them.
       await proxy.stop();
       expect(receiver.spans.map((span) => span.kind).sort()).toEqual([SERVER, CLIENT].sort());
     } finally {
-      await stub.close();
-      await receiver.close();
+      await close();
     }
   });
 });
 
 describe('a parent-based ratio sampler at 0', () => {
   it("samples no new trace, and follows a caller's sampled one", async () => {
-    const receiver = await startOtlpReceiver();
-    const stub = await upstream();
-    const proxy = await startBuilt({
-      UPSTREAM_URL: stub.origin,
-      CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
-      OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    const { receiver, stub, proxy, close } = await traced({
       OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
       OTEL_TRACES_SAMPLER_ARG: '0',
     });
@@ -366,9 +377,7 @@ describe('a parent-based ratio sampler at 0', () => {
       // Unsampled, the upstream request says so: the upstream does not sample it either.
       expect(stub.requests.map((request) => request.headers.traceparent?.slice(-2))).toEqual(['00', '01']);
     } finally {
-      await proxy.stop();
-      await stub.close();
-      await receiver.close();
+      await close();
     }
   });
 });
