@@ -212,11 +212,14 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
   it("a call that arrives with a traceparent continues the caller's trace", async () => {
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const callerSpan = 'b7ad6b7169203331';
-    await call(`${proxy.url}/index.asmx`, soapSearch('cat', { traceparent: `00-${traceId}-${callerSpan}-01` }));
+    const baggage = 'tenant=shop-42';
+    await call(`${proxy.url}/index.asmx`, soapSearch('cat', { traceparent: `00-${traceId}-${callerSpan}-01`, baggage }));
     const { server } = await callSpans(1);
     expect(server.traceId).toBe(traceId);
     expect(server.parentSpanId).toBe(callerSpan);
     expect(stub.requests[0]?.headers.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    // The caller's baggage stays here: the upstream request carries the proxy's appKey.
+    expect(stub.requests[0]?.headers.baggage).toBeUndefined();
   });
 
   it('a passthrough to the legacy origin is a client span, its traceparent sent to the origin', async () => {
@@ -269,8 +272,8 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
       new RegExp(`^legacy_call_duration_seconds_bucket\\{[^}]*\\} \\d+ # \\{trace_id="${hit.traceId}",span_id="${hit.spanId}"\\} `, 'm'),
     );
     expect(open.text.trimEnd().endsWith('# EOF')).toBe(true);
-    // The Prometheus text format after it, names and all, without exemplars.
-    const plain = await scrape('text/plain');
+    // The Prometheus text format after it, names and all, without exemplars; OpenMetrics refused (q=0) is not asked for.
+    const plain = await scrape('application/openmetrics-text;q=0, text/plain');
     expect(plain.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(plain.text).toMatch(/^# TYPE legacy_calls_total counter$/m);
     expect(plain.text).not.toContain('trace_id=');
@@ -313,6 +316,26 @@ describe('a collector that is down', () => {
       expect(dropped).toBeGreaterThanOrEqual(40);
       const warnings = proxy.lines.filter((line) => line.includes('"tracing_spans_dropped"'));
       expect(warnings).toHaveLength(1);
+    } finally {
+      await proxy.stop();
+      await stub.close();
+    }
+  });
+});
+
+describe('tracing off', () => {
+  it('sends no traceparent, logs no trace, and /metrics is the Prometheus text whatever the scraper asks', async () => {
+    const stub = await upstream();
+    const proxy = await startBuilt({ UPSTREAM_URL: stub.origin, CLIENT_ID_KEY: TEST_CLIENT_ID_KEY });
+    try {
+      const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      expect(await call(`${proxy.url}/index.asmx`, soapSearch('off', { traceparent }))).toBe(200);
+      expect(stub.requests.map((request) => request.headers.traceparent)).toEqual([undefined]);
+      const reply = await fetch(`${proxy.adminUrl}/metrics`, { headers: { accept: 'application/openmetrics-text; version=1.0.0' } });
+      expect(reply.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      expect(await reply.text()).not.toContain('# EOF');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(hitsOf(proxy)).toEqual([expect.not.objectContaining({ traceId: expect.anything() })]);
     } finally {
       await proxy.stop();
       await stub.close();

@@ -63,6 +63,11 @@ export interface DeprecationHit {
   readonly spanId?: string;
 }
 
+/** The exemplar of a call's duration: its trace, when it has one (prom-client types its labels as the metric's own). */
+function exemplarOf(hit: DeprecationHit): Record<string, string> {
+  return hit.traceId === undefined || hit.spanId === undefined ? {} : { trace_id: hit.traceId, span_id: hit.spanId };
+}
+
 /** Bump when a field of DeprecationHit changes meaning or goes away; dashboards key on it. */
 export const HIT_SCHEMA_VERSION = 2;
 
@@ -236,11 +241,10 @@ export function createHitRecorder(
         shedTimer ??= setTimeout(warnShed, SHED_WARNING_INTERVAL_MS).unref();
       } else {
         const labels = { operation: hit.operation, binding: hit.binding };
-        if (exemplars && hit.traceId !== undefined && hit.spanId !== undefined) {
-          // prom-client types an exemplar's labels as the metric's own: they are not.
-          const exemplarLabels = { trace_id: hit.traceId, span_id: hit.spanId } as unknown as typeof labels;
-          duration.observe({ labels, value: hit.durationMs / 1000, exemplarLabels });
-        } else duration.observe(labels, hit.durationMs / 1000);
+        const value = hit.durationMs / 1000;
+        // With exemplars on, prom-client's observe takes only the object form.
+        if (exemplars) duration.observe({ labels, value, exemplarLabels: exemplarOf(hit) as unknown as typeof labels });
+        else duration.observe(labels, value);
       }
       hitLines?.write(hitLine(hit, at));
     },

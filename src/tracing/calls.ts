@@ -88,7 +88,7 @@ export function fetchTrace(tracing: Tracing, span: Span, context: Context): Fetc
     get headers() {
       if (headers === undefined) {
         const written: Record<string, string> = {};
-        tracing.propagator.inject(context, written, { set: (carrier, key, value) => (carrier[key] = value) });
+        tracing.outward.inject(context, written, { set: (carrier, key, value) => (carrier[key] = value) });
         headers = written;
       }
       return headers;

@@ -24,7 +24,13 @@ import type { SamplerSettings, TracingSettings } from './settings.js';
 
 export interface Tracing {
   readonly tracer: Tracer;
+  /** Reads a caller's trace (OTEL_PROPAGATORS). */
   readonly propagator: TextMapPropagator;
+  /**
+   * Writes a span's trace on a request the proxy sends: `traceparent` and `tracestate` only. A caller's
+   * baggage is not sent on, to a gateway that sees the proxy's appKey.
+   */
+  readonly outward: TextMapPropagator;
   /** Spans not sent, by why, since start. */
   readonly dropped: Readonly<Record<DropReason, number>>;
   /** Sends what is queued, within `timeoutMs`; what is left then is lost. */
@@ -77,6 +83,7 @@ export function createTracing(settings: TracingSettings, log: TracingLog): Traci
   return {
     tracer: provider.getTracer(TRACER_NAME),
     propagator: new CompositePropagator({ propagators }),
+    outward: new CompositePropagator({ propagators: propagators.filter((one) => one instanceof W3CTraceContextPropagator) }),
     dropped,
     async shutdown(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
