@@ -7,7 +7,7 @@ import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from './support/otlp-receiver.js';
 import { pageDocument, SEARCH_PAGES, STORE_PAGES } from './support/pages.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
-import { SERVICE_NAMESPACE, SOAP11_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
+import { SERVICE_NAMESPACE, SOAP11_ENV, SOAP12_CONTENT_TYPE, SOAP12_ENV, XML_CONTENT_TYPE, XML_DECLARATION } from './support/wire.js';
 
 /**
  * Traces (issue 29), from outside: the built proxy, configured by the OpenTelemetry variables alone,
@@ -189,8 +189,29 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
     expect(await call(`${proxy.url}/index.asmx`, soapSearch('fail'))).toBe(500);
     const { server, pages, hit } = await callSpans(1);
     expect(server.status.code).toBe(ERROR);
-    expect(server.attributes).toMatchObject({ 'deprecation.outcome': 'fault', 'deprecation.reason': hit.reason });
+    expect(server.attributes).toMatchObject({
+      'deprecation.outcome': 'fault',
+      'deprecation.reason': hit.reason,
+      'legacy.fault_code': 'soap:Server',
+    });
     expect(pages[0]).toMatchObject({ status: { code: ERROR }, attributes: { 'error.type': 'upstream_status' } });
+  });
+
+  it("a caller's fault in SOAP 1.2 carries the code its envelope did; an HTTP GET error has none", async () => {
+    const body =
+      `${XML_DECLARATION}<soap:Envelope xmlns:soap="${SOAP12_ENV}"><soap:Body><StoreLookupPaged xmlns="${SERVICE_NAMESPACE}">` +
+      `<storeId>s</storeId><apiKey>${KEY}</apiKey><version>1</version><productTypes /><pageIndex>ten</pageIndex><pageSize>10</pageSize>` +
+      '</StoreLookupPaged></soap:Body></soap:Envelope>';
+    const init = { method: 'POST', body, headers: { 'content-type': SOAP12_CONTENT_TYPE } };
+    expect(await call(`${proxy.url}/index.asmx`, init)).toBe(500);
+    const soap = await callSpans(0);
+    expect(soap.server.attributes).toMatchObject({ 'deprecation.outcome': 'fault', 'legacy.fault_code': 'soap:Sender' });
+    expect(
+      await call(`${proxy.url}/index.asmx/StoreLookupPaged?storeId=s&productTypes=&pageIndex=ten&pageSize=10&apiKey=${KEY}&version=1`),
+    ).toBe(500);
+    const get = await callSpans(0);
+    expect(get.server.attributes['deprecation.outcome']).toBe('fault');
+    expect(get.server.attributes).not.toHaveProperty('legacy.fault_code');
   });
 
   it('a shed call (past server.maxConcurrentCalls) is a span too', async () => {
@@ -241,8 +262,9 @@ describe.each(['http/protobuf', 'http/json'])('traces over OTLP %s', (protocol) 
     expect(await call(url)).toBe(200);
     const { server, pages, hit } = await callSpans(2);
     expect(pages.map((page) => page.name).sort()).toEqual(['GET /product.searchForProductsOfStore.cp', 'GET legacy origin']);
-    await until(() => proxy.lines.some((line) => line.includes('"shadow_mismatch"')));
-    const mismatch = JSON.parse(proxy.lines.find((line) => line.includes('"shadow_mismatch"')) as string) as Record<string, unknown>;
+    const ofThisCall = (line: string): boolean => line.includes('"shadow_mismatch"') && line.includes(`"${hit.requestId}"`);
+    await until(() => proxy.lines.some(ofThisCall));
+    const mismatch = JSON.parse(proxy.lines.find(ofThisCall) as string) as Record<string, unknown>;
     expect(mismatch).toMatchObject({ requestId: hit.requestId, traceId: server.traceId, spanId: server.spanId });
   });
 

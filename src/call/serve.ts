@@ -102,7 +102,7 @@ export function createCallServer(steps: CallSteps): CallServer {
         request.log.error({ event: 'call_failed', err: ending.failure, requestId, ...traceIds(hit) }, 'legacy call failed unexpectedly');
       }
       hits.record(hit);
-      traced?.end(hit);
+      traced?.end(hit, 'faultCode' in ending.reply ? ending.reply.faultCode : undefined);
     };
 
     if (!admission.enter()) {

@@ -13,6 +13,8 @@ export interface Reply {
   readonly cacheControl: string;
   /** Headers beyond these, such as `Retry-After`. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The fault code a SOAP fault's envelope carries (`soap:Client`, `soap:Receiver`), for the call's span. */
+  readonly faultCode?: string;
 }
 
 /**

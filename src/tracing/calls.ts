@@ -14,8 +14,8 @@ import type { Tracing } from './setup.js';
 export interface CallTrace {
   /** What the call's fetches go under. */
   readonly fetch: FetchTrace;
-  /** Ends the span with what the call's hit says of it. */
-  end(hit: DeprecationHit): void;
+  /** Ends the span with what the call's hit says of it, and the fault code its SOAP fault carried. */
+  end(hit: DeprecationHit, faultCode: string | undefined): void;
 }
 
 const HEADER_GETTER = {
@@ -32,7 +32,7 @@ export function startCallTrace(tracing: Tracing, method: string, path: string, h
   );
   return {
     fetch: fetchTrace(tracing, span, trace.setSpan(parent, span)),
-    end(hit) {
+    end(hit, faultCode) {
       if (hit.operation !== 'unknown') span.updateName(`${hit.operation} ${hit.binding}`);
       span.setAttributes({
         'http.response.status_code': hit.status,
@@ -48,6 +48,7 @@ export function startCallTrace(tracing: Tracing, method: string, path: string, h
       if (hit.reason !== null) span.setAttribute('deprecation.reason', hit.reason);
       if (hit.successor !== null) span.setAttribute('deprecation.successor', hit.successor);
       if (hit.userAgent !== null) span.setAttribute('user_agent.original', hit.userAgent);
+      if (faultCode !== undefined) span.setAttribute('legacy.fault_code', faultCode);
       if (hit.outcome === 'fault') span.setStatus({ code: SpanStatusCode.ERROR, message: hit.reason ?? 'fault' });
       span.end();
     },

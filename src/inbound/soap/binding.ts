@@ -7,7 +7,7 @@ import type { Binding } from '../binding.js';
 import type { BindingName } from '../binding.js';
 import { exceptionMessage } from '../failure.js';
 import { readSoapRequest } from './read.js';
-import { faultEnvelope, soapContentType, successEnvelope } from './write.js';
+import { faultEnvelope, soapContentType, successEnvelope, wireFaultCode } from './write.js';
 
 /**
  * The SOAP 1.1 and 1.2 bindings, one protocol as in ASMX: POST to the service path itself. The
@@ -38,12 +38,9 @@ export function soapBinding(service: Config['service']): Binding<SoapVersion> {
 
 /** 400 and 415 go out with an empty body (docs/wire.md §5.2). */
 function faultReply(fault: SoapFault): Reply {
-  return {
-    status: fault.status,
-    contentType: soapContentType(fault.version),
-    body: fault.status === 500 ? faultEnvelope(fault.version, fault.code, fault.chain) : '',
-    cacheControl: CACHE_ERROR,
-  };
+  const reply = { status: fault.status, contentType: soapContentType(fault.version), cacheControl: CACHE_ERROR };
+  if (fault.status !== 500) return { ...reply, body: '' };
+  return { ...reply, body: faultEnvelope(fault.version, fault.code, fault.chain), faultCode: wireFaultCode(fault.version, fault.code) };
 }
 
 /**

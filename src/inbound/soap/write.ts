@@ -54,9 +54,14 @@ const UPGRADE_HEADER =
   'xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/" /><soap12:SupportedEnvelope qname="soap12:Envelope" ' +
   'xmlns:soap12="http://www.w3.org/2003/05/soap-envelope" /></soap12:Upgrade></soap:Header>';
 
+/** A fault code as the envelope of `version` writes it: `soap:Client` in 1.1 is `soap:Sender` in 1.2. */
+export function wireFaultCode(version: SoapVersion, code: SoapFaultCode): string {
+  return FAULT_CODES[version][code];
+}
+
 export function faultEnvelope(version: SoapVersion, code: SoapFaultCode, chain: readonly string[]): string {
   const text = escapeText(chain.join(' ---> '));
-  const value = FAULT_CODES[version][code];
+  const value = wireFaultCode(version, code);
   const header = code === 'VersionMismatch' ? UPGRADE_HEADER : '';
   const fault =
     version === '1.1'
