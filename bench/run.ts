@@ -23,7 +23,8 @@ import { benchRuntimes, type Runtime } from './runtimes.js';
  * proxy's median: a baseline's bad round must not pass the proxy. (A baseline bad in every round of a
  * run, as the soap facade was under wrk after autocannon's rounds, is what the restart before wrk is for.)
  * The cold proxy is measured again with tracing on (every call sampled, its spans sent over OTLP/HTTP to
- * a sink on core 0 that reads and counts them, bench/servers.ts), held to 0.85 × its req/s with tracing off.
+ * a sink on core 0 that reads and counts them, bench/servers.ts), held to 0.85 × its req/s with tracing off:
+ * in each round, off and on run back to back (`tracingPair`), and the ratio is the median of the rounds' ratios.
  *
  *   npm run bench                                  # 3 rounds of 5 s per scenario
  *   BENCH_ROUNDS=5 BENCH_SECONDS=10 npm run bench
@@ -121,6 +122,22 @@ async function measure(base: string, server: Server, scenario: Scenario): Promis
   };
 }
 
+/**
+ * Tracing off and on, back to back, in the order given: the machine's speed drifts by more over a
+ * round than tracing costs, so its cost is read from runs seconds apart, each round in the other
+ * order than the last (whichever of two runs goes second was measured a few per cent slower, tracing
+ * or not).
+ */
+async function tracingPair(servers: Record<Scenario['server'], Server>, traced: Scenario, onFirst: boolean): Promise<TracingPair> {
+  const run = (server: Server): Promise<Run> => measure(server.url, server, traced);
+  if (onFirst) {
+    const on = await run(servers.traced);
+    return { on, off: await run(servers.proxy) };
+  }
+  const off = await run(servers.proxy);
+  return { off, on: await run(servers.traced) };
+}
+
 /** The scenarios wrk measures too: (a), (b) and the proxy, Search over SOAP 1.1. */
 const WRK_SCENARIOS = 3;
 
@@ -208,6 +225,14 @@ interface OnRuntime {
   readonly sink: Server;
   readonly runs: Map<string, Run[]>;
   readonly wrkRuns: Map<string, WrkMeasured[]>;
+  /** Tracing off and on, measured back to back in each round (`tracingPair`). */
+  readonly tracingPairs: TracingPair[];
+}
+
+/** One round's SOAP 1.1 Search on the cold proxy with tracing off, and right before or after it, on. */
+interface TracingPair {
+  readonly off: Run;
+  readonly on: Run;
 }
 
 async function main(): Promise<void> {
@@ -239,7 +264,14 @@ async function main(): Promise<void> {
       cached: await start('cached', runtime, sink),
       traced: await start('traced', runtime, sink),
     };
-    on.push({ runtime, servers, sink, runs: new Map(all.map((s) => [s.name, []])), wrkRuns: new Map(all.map((s) => [s.name, []])) });
+    on.push({
+      runtime,
+      servers,
+      sink,
+      runs: new Map(all.map((s) => [s.name, []])),
+      wrkRuns: new Map(all.map((s) => [s.name, []])),
+      tracingPairs: [],
+    });
   }
   /** Each round in the other order of runtimes than the last. */
   const inOrder = (round: number): OnRuntime[] => (round % 2 === 1 ? [...on].reverse() : on);
@@ -247,8 +279,15 @@ async function main(): Promise<void> {
   for (const scenario of all) for (const { servers } of on) await measure(servers[scenario.server].url, servers[scenario.server], scenario);
   for (let round = 1; round <= ROUNDS; round++) {
     for (const scenario of all) {
-      for (const { servers, runs } of inOrder(round)) {
-        runs.get(scenario.name)?.push(await measure(servers[scenario.server].url, servers[scenario.server], scenario));
+      for (const o of inOrder(round)) {
+        const { servers, runs } = o;
+        if (scenario.name === TRACED) {
+          const pair = await tracingPair(servers, scenario, round % 2 === 0);
+          o.tracingPairs.push(pair);
+          runs.get(scenario.name)?.push(pair.on);
+        } else {
+          runs.get(scenario.name)?.push(await measure(servers[scenario.server].url, servers[scenario.server], scenario));
+        }
         process.stderr.write('.');
       }
     }
@@ -346,6 +385,7 @@ async function main(): Promise<void> {
       rounds,
       liveHeapOf.get(o) ?? { rounds: [], growth: Number.NaN },
       wrkSummariesOf.get(o) ?? [],
+      o.tracingPairs,
       exportedOf.get(o) ?? { requests: 0, bytes: 0, droppedSpans: { queueFull: Number.NaN, exportFailed: Number.NaN } },
     );
   });
@@ -411,6 +451,7 @@ function resultOf(
   halfRateRounds: readonly HalfRateRound[],
   heap: LiveHeap,
   wrkSummaries: readonly WrkSummary[],
+  tracingPairs: readonly TracingPair[],
   exported: Exported,
 ): RuntimeResult {
   const halfRate = halfRates.proxy;
@@ -439,14 +480,7 @@ function resultOf(
   const byName = (prefix: string): Summary => summaries.find((s) => s.name.startsWith(prefix)) as Summary;
   const onePage = byName('proxy: StoreLookupPaged');
   const tenPages = byName('proxy: StoreLookup,');
-  const traced = byName(TRACED);
-  // Both medians: the same server, measured in the same rounds.
-  const tracing: TracingResult = {
-    ratio: traced.requestsPerSecond / proxySoap11.requestsPerSecond,
-    on: { requestsPerSecond: traced.requestsPerSecond, cpuMsPerRequest: traced.cpuMsPerRequest },
-    off: { requestsPerSecond: proxySoap11.requestsPerSecond, cpuMsPerRequest: proxySoap11.cpuMsPerRequest },
-    exported,
-  };
+  const tracing = tracingOf(tracingPairs, exported);
   const targets = [
     {
       target: 'Search over SOAP 1.1 ≥ 0.8 × (a) req/s',
@@ -508,6 +542,21 @@ function resultOf(
     loadGeneratorLatenessP99Ms,
     liveHeapMiB: heap.rounds,
     targets,
+  };
+}
+
+/** Tracing on × off: the median of each round's pair's ratio, and the medians of each side. */
+function tracingOf(pairs: readonly TracingPair[], exported: Exported): TracingResult {
+  const side = (runs: readonly Run[]) => ({
+    requestsPerSecond: median(runs.map((r) => r.requestsPerSecond)),
+    cpuMsPerRequest: median(runs.map((r) => r.cpuMsPerRequest)),
+  });
+  return {
+    ratio: median(pairs.map(({ on, off }) => on.requestsPerSecond / off.requestsPerSecond)),
+    roundRatios: pairs.map(({ on, off }) => on.requestsPerSecond / off.requestsPerSecond),
+    on: side(pairs.map((pair) => pair.on)),
+    off: side(pairs.map((pair) => pair.off)),
+    exported,
   };
 }
 
@@ -620,10 +669,12 @@ interface Exported {
   readonly droppedSpans: { readonly queueFull: number; readonly exportFailed: number };
 }
 
-/** The cold proxy's SOAP 1.1 Search with tracing on against off, medians of the same rounds. */
+/** The cold proxy's SOAP 1.1 Search with tracing on against off, in pairs of runs back to back (`tracingPair`). */
 interface TracingResult {
-  /** On ÷ off, req/s. */
+  /** On ÷ off, req/s: the median of the rounds' ratios. */
   readonly ratio: number;
+  /** Each round's on ÷ off, in order. */
+  readonly roundRatios: readonly number[];
   readonly on: { readonly requestsPerSecond: number; readonly cpuMsPerRequest: number };
   readonly off: { readonly requestsPerSecond: number; readonly cpuMsPerRequest: number };
   readonly exported: Exported;
@@ -681,12 +732,14 @@ function wrkRows(summaries: readonly WrkSummary[], rounds: number): string[] {
   ];
 }
 
-function tracingRow({ ratio, on, off, exported }: TracingResult): string {
+function tracingRow({ ratio, roundRatios, on, off, exported }: TracingResult): string {
   const kib = (exported.bytes / 1024).toFixed(0);
   return (
     `Tracing on × off (sampler ratio 1.0, every span sent over OTLP/HTTP protobuf to a collector on loopback), SOAP 1.1 Search: ` +
-    `${ratio.toFixed(2)} (target ≥ ${TRACING_TARGET}): ${Math.round(on.requestsPerSecond)} against ${Math.round(off.requestsPerSecond)} ` +
-    `req/s, CPU ${on.cpuMsPerRequest.toFixed(2)} against ${off.cpuMsPerRequest.toFixed(2)} ms/req (medians). ` +
+    `${ratio.toFixed(2)} (target ≥ ${TRACING_TARGET}; the median of each round's pair, off and on back to back: ` +
+    `${roundRatios.map((r) => r.toFixed(2)).join(' · ')}): ${Math.round(on.requestsPerSecond)} against ` +
+    `${Math.round(off.requestsPerSecond)} req/s, CPU ${on.cpuMsPerRequest.toFixed(2)} against ` +
+    `${off.cpuMsPerRequest.toFixed(2)} ms/req (medians). ` +
     (exported.bytes === 0
       ? '**Invalid: the collector received nothing.**'
       : `The collector received ${exported.requests} exports, ${kib} KiB; spans dropped: ${exported.droppedSpans.queueFull} ` +

@@ -1,6 +1,6 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { type Attributes, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { FetchTrace } from '../outbound/fetch.js';
-import { fetchTrace } from './calls.js';
+import { SpanFetchTrace } from './calls.js';
 import type { Tracing } from './setup.js';
 
 /** A client span under `parent`: a page of a call, or a request to the legacy origin. */
@@ -17,7 +17,7 @@ export function startClientSpan(tracing: Tracing, parent: FetchTrace, name: stri
   const span = tracing.tracer.startSpan(name, { kind: SpanKind.CLIENT, attributes }, parent.context);
   return {
     span,
-    trace: fetchTrace(tracing, span, trace.setSpan(parent.context, span)),
+    trace: new SpanFetchTrace(tracing, span, parent.context),
     failed(reason) {
       span.setAttribute('error.type', reason);
       span.setStatus({ code: SpanStatusCode.ERROR, message: reason });
