@@ -36,7 +36,8 @@ interface Instance {
 const open: Instance[] = [];
 const stubs: StubUpstream[] = [];
 
-async function instance(upstream: StubUpstream, overrides: Json): Promise<Instance> {
+/** `connected`: wait until Redis is connected, as a fleet long up has; false for an instance that never reaches it. */
+async function instance(upstream: StubUpstream, overrides: Json, connected = true): Promise<Instance> {
   const config = loadConfig({ UPSTREAM_URL: upstream.origin }, { log: { level: 'info' }, server: { adminPort: 0 } }, overrides);
   const lines: Line[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Line) });
@@ -53,7 +54,7 @@ async function instance(upstream: StubUpstream, overrides: Json): Promise<Instan
   open.push(running);
   // Until Redis is connected, the instance keeps to its own state: wait for it, as a fleet long up has.
   const deadline = Date.now() + 5000;
-  while (config.redis.url !== null && !/^redis_up 1$/m.test(await running.metrics())) {
+  while (connected && config.redis.url !== null && !/^redis_up 1$/m.test(await running.metrics())) {
     if (Date.now() > deadline) throw new Error('Redis did not connect within 5 s');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -128,6 +129,39 @@ function overQps(res: ServerResponse, retryAfter: string): void {
   res.end('<h1>Developer Over Qps</h1>');
 }
 
+/** 20 requests/s with a burst of 6, over a fleet of 3. */
+const budgetOf3 = { requestsPerSecond: 20, burst: 6, maxWaitMs: 0, instances: 3 };
+
+/**
+ * At 2 requests/s with a burst of 1: a call takes the burst; a second is given the slot 500 ms on, and
+ * its caller hangs up at 100 ms; a third, at 150 ms, must go at about 500 ms, in the slot given back,
+ * not at 1,000 ms behind it.
+ */
+async function slotGivenBack(overrides: Json): Promise<void> {
+  const upstream = await timedUpstream();
+  const proxy = await instance(upstream, overrides);
+  const product = (productNumber: string, signal?: AbortSignal) =>
+    fetch(`${proxy.base}/index.asmx/ProductLookup?${new URLSearchParams({ productNumber, apiKey: 'k', version: '1' })}`, { signal });
+  const started = performance.now();
+  expect((await product('1')).status).toBe(200);
+  const cancelled = product('2', AbortSignal.timeout(100)).catch((err: unknown) => err);
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  expect((await product('3')).status).toBe(200);
+  expect(await cancelled).toBeInstanceOf(Error);
+  expect(upstream.arrivals).toHaveLength(2);
+  expect((upstream.arrivals[1] as number) - started).toBeLessThan(800);
+  expect((upstream.arrivals[1] as number) - started).toBeGreaterThanOrEqual(400);
+  await until(async () => metric(await proxy.metrics(), 'upstream_budget_slots_given_back_total') === 1);
+}
+
+async function until(condition: () => Promise<boolean>, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 afterEach(async () => {
   await Promise.all(open.splice(0).map((running) => running.close()));
   await Promise.all(stubs.splice(0).map((upstream) => upstream.close()));
@@ -166,6 +200,27 @@ describe('with a budget, on one instance without Redis', () => {
       ['ok', null, 1],
       ['shed', 'budget', 0],
     ]);
+  });
+
+  it('an instance that cannot reach Redis spends its share of the budget alone (requestsPerSecond / instances), not all', async () => {
+    const upstream = await timedUpstream();
+    // Nothing listens on port 1: the instance never connects, as one cut off from Redis, or before its first connection.
+    const proxy = await instance(
+      upstream,
+      { redis: { url: 'redis://127.0.0.1:1' }, cache: { enabled: false }, upstream: { budget: budgetOf3 } },
+      false,
+    );
+    // 40 calls a second for 1.5 s: the whole budget would let 6 + 20 × 1.5 = 36 through; a third of it 2 + 10.
+    const replies = await paced(60, 25, () => lookup(proxy.base, 'one-key'));
+    expect(upstream.arrivals.length).toBeLessThanOrEqual(14);
+    expect(upstream.arrivals.length).toBeGreaterThanOrEqual(9);
+    expect(replies.filter((reply) => reply.status === 200)).toHaveLength(upstream.arrivals.length);
+    expect(replies.filter((reply) => reply.status === 503).length).toBe(60 - upstream.arrivals.length);
+    expect(metric(await proxy.metrics(), 'redis_up')).toBe(0);
+  });
+
+  it('a call cancelled while it waits for its slot gives it back: the next request goes in its place', async () => {
+    await slotGivenBack({ upstream: { budget: { requestsPerSecond: 2, burst: 1, maxWaitMs: 5000 } } });
   });
 
   it('sheds a call that gets a Mashery 403 (header or body alone) and pauses its key; any other 403 stays a fault', async () => {
@@ -277,6 +332,10 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
     redis: { url: redis.url, keyPrefix: `test-${++fleet}:` },
     cache: { enabled: false },
     ...(budget === null ? {} : { upstream: { budget } }),
+  });
+
+  it('a call cancelled while it waits for its slot gives it back to the fleet: the next request goes in its place', async () => {
+    await slotGivenBack(shared({ requestsPerSecond: 2, burst: 1, maxWaitMs: 5000 }));
   });
 
   it('holds 20 requests/s with a burst of 5 for one appKey across two instances: at most 45 upstream requests in any 2 s', async () => {

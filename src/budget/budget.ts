@@ -9,8 +9,9 @@ import { scriptCommands, type Shared } from '../redis/shared.js';
 /**
  * The upstream budget (`upstream.budget`, docs/operating.md): at most `requestsPerSecond` upstream
  * requests on average and `burst` at once for each appKey, for the whole fleet, through Redis
- * (src/redis/shared.ts) and on each instance's own while Redis cannot answer. A request without room
- * is given the next free slot when it comes within `maxWaitMs` and waits for it; otherwise its call is
+ * (src/redis/shared.ts), and while Redis cannot answer each instance spends its share of it alone
+ * (`instances`). A request without room is given the next free slot when it comes within `maxWaitMs`
+ * and waits for it (a call cancelled meanwhile gives the slot back); otherwise its call is
  * shed (UpstreamBusy, 503 Server Too Busy with Retry-After). When the upstream's gateway says the key
  * is over its QPS or rate (Mashery's 403, UpstreamOverLimit), the key is paused for the fleet for the
  * gateway's Retry-After: meanwhile every instance sheds its requests without asking the upstream.
@@ -44,9 +45,12 @@ export type Budget = Interceptor;
 /** A budget in force, and how long this request may wait for room: `maxWaitMs`, or less when its call's deadline is nearer. */
 type Settings = Config['upstream']['budget'] & { readonly requestsPerSecond: number; readonly waitMs: number };
 
-/** What the bucket says of one request: go after `waitMs` (0: now), no room within the wait, or the key is paused. */
+/**
+ * What the bucket says of one request: go after `waitMs` (0: now), taken from the fleet's bucket in Redis
+ * or this instance's own (`shared`); no room within the wait; or the key is paused.
+ */
 type Verdict =
-  | { readonly kind: 'go'; readonly waitMs: number }
+  | { readonly kind: 'go'; readonly waitMs: number; readonly shared: boolean }
   | { readonly kind: 'full'; readonly retryMs: number }
   | { readonly kind: 'paused'; readonly retryMs: number };
 
@@ -98,6 +102,26 @@ return {1, math.ceil(wait), refused}
 const REFUSED_PAUSE = 1;
 const REFUSED_BUCKET = 2;
 
+/**
+ * KEYS: the bucket. ARGV: the interval between requests (ms). A slot taken and not used given back: the
+ * bucket one interval earlier, never before now (a bucket at now or before is full). A value that is no
+ * number is left to the take script, which bounds it.
+ */
+const GIVE_BACK_SCRIPT = `
+local stored = redis.pcall('GET', KEYS[1])
+local tat = type(stored) == 'table' and nil or tonumber(stored or '')
+if tat == nil or tat ~= tat then return 0 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+local earlier = tat - tonumber(ARGV[1])
+if earlier <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], string.format('%.3f', earlier), 'PX', math.ceil(earlier - now) + 1)
+end
+return 1
+`;
+
 /** KEYS: the pause. ARGV: its length (ms), its sealed value. A longer pause already there is kept. */
 const PAUSE_SCRIPT = `
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1]) end
@@ -121,12 +145,14 @@ interface BudgetCommands {
     passOverPause: string,
     maxWaitMs: string,
   ): Promise<[number, number, number, string | null]>;
+  upstreamBudgetGiveBack(bucket: string, intervalMs: string): Promise<number>;
   upstreamBudgetPause(pause: string, ms: string, sealed: string): Promise<number>;
   upstreamBudgetUnpause(pause: string, found: string): Promise<number>;
 }
 
 const commands = scriptCommands<BudgetCommands>({
   upstreamBudgetTake: { keys: 2, lua: TAKE_SCRIPT },
+  upstreamBudgetGiveBack: { keys: 1, lua: GIVE_BACK_SCRIPT },
   upstreamBudgetPause: { keys: 1, lua: PAUSE_SCRIPT },
   upstreamBudgetUnpause: { keys: 1, lua: UNPAUSE_SCRIPT },
 });
@@ -148,8 +174,9 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
   const localBuckets = new Map<string, number>();
   const localPauses = new Map<string, number>();
 
-  const takeLocal = (key: string, { requestsPerSecond, burst, waitMs }: Settings): Verdict => {
-    const intervalMs = 1000 / requestsPerSecond;
+  const takeLocal = (key: string, budget: Settings): Verdict => {
+    const { intervalMs, burst } = shareOf(budget);
+    const { waitMs } = budget;
     const now = performance.now();
     const paused = pausedFor(key, now);
     if (paused > 0) return { kind: 'paused', retryMs: paused };
@@ -161,7 +188,13 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
       for (const [other, at] of localBuckets) if (at <= now) localBuckets.delete(other);
     }
     localBuckets.set(key, tat + intervalMs);
-    return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)) };
+    return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)), shared: false };
+  };
+
+  /** A slot taken from this instance's own bucket, not used: the bucket one interval earlier, never before now. */
+  const giveBackLocal = (key: string, budget: Settings): void => {
+    const tat = localBuckets.get(key);
+    if (tat !== undefined) localBuckets.set(key, Math.max(performance.now(), tat - shareOf(budget).intervalMs));
   };
 
   const takeShared = async (redis: Redis, key: string, budget: Settings, passOverPause = false): Promise<Verdict> => {
@@ -190,7 +223,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
       localPauses.set(key, performance.now() + pausedMs);
       return { kind: 'paused', retryMs: pausedMs };
     }
-    return status === 1 ? { kind: 'go', waitMs: ms } : { kind: 'full', retryMs: ms };
+    return status === 1 ? { kind: 'go', waitMs: ms, shared: true } : { kind: 'full', retryMs: ms };
   };
 
   /**
@@ -235,10 +268,29 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     metrics?.waits.inc();
     metrics?.waitSeconds.observe(verdict.waitMs / 1000);
     trace?.event('upstream.budget.wait', { 'upstream.budget.wait_ms': verdict.waitMs });
-    await sleep(verdict.waitMs, signal);
+    try {
+      await sleep(verdict.waitMs, signal);
+    } catch (err) {
+      // Cancelled while it waited (the caller hung up, its deadline passed): the slot goes to the next request.
+      await giveBack(key, budget, verdict.shared);
+      throw err;
+    }
     // Paused while it waited (a 403 this instance saw): the slot is given up.
     const pausedSince = pausedFor(key);
     if (pausedSince > 0) throw shed('upstream', pausedSince);
+  }
+
+  async function giveBack(key: string, budget: Settings, fromShared: boolean): Promise<void> {
+    metrics?.givenBack.inc();
+    if (!fromShared) {
+      giveBackLocal(key, budget);
+      return;
+    }
+    await shared.run(
+      'budget',
+      (redis) => commands(redis).upstreamBudgetGiveBack(shared.key('budget', key), String(1000 / budget.requestsPerSecond)),
+      () => 0,
+    );
   }
 
   /** The key is over its limits at the gateway: paused here at once, and for the fleet. */
@@ -304,6 +356,11 @@ function budgetMetrics(registry: Registry) {
     labelNames: ['source'] as const,
     registers: [registry],
   });
+  const givenBack = new Counter({
+    name: 'upstream_budget_slots_given_back_total',
+    help: 'Slots of the upstream budget given back unused: their calls were cancelled (caller gone, deadline passed) while they waited.',
+    registers: [registry],
+  });
   const pauses = new Counter({
     name: 'upstream_key_pauses_total',
     help: 'Mashery 403s over QPS or rate (limit "qps" or "rate") that paused an appKey for the fleet for their Retry-After.',
@@ -313,7 +370,15 @@ function budgetMetrics(registry: Registry) {
   // Every series from the start, so that dashboards and alerts see 0 rather than nothing.
   for (const source of ['budget', 'upstream'] as const) sheds.inc({ source }, 0);
   for (const limit of ['qps', 'rate'] as const) pauses.inc({ limit }, 0);
-  return { waits, waitSeconds, sheds, pauses };
+  return { waits, waitSeconds, sheds, pauses, givenBack };
+}
+
+/**
+ * This instance's share of the budget, what it spends while it cannot share the fleet's bucket in
+ * Redis: a fleet of `instances` then spends at most the budget together, not a burst each on top.
+ */
+function shareOf({ requestsPerSecond, burst, instances }: Settings): { readonly intervalMs: number; readonly burst: number } {
+  return { intervalMs: (1000 * instances) / requestsPerSecond, burst: Math.max(1, Math.floor(burst / instances)) };
 }
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */

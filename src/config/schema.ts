@@ -259,6 +259,12 @@ export const ConfigSchema = Type.Object(
         requestsPerSecond: nullable(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })),
         burst: integer(1, 1_000_000, 10),
         maxWaitMs: integer(0, MAX_TIMEOUT_MS, 1000),
+        /**
+         * The instances the fleet runs: while an instance cannot share the budget through Redis (none
+         * configured, not yet connected, or away), it spends its share of it alone, `requestsPerSecond /
+         * instances` and `burst / instances` (at least 1), so that the fleet keeps within the budget.
+         */
+        instances: integer(1, 10_000, 1),
       }),
     }),
     /**
