@@ -1,8 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PageSource } from '../src/outbound/fetch.js';
-import { markedPage, startCachedApp, until, type CachedApp } from './support/cached-app.js';
+import { startBuilt } from './support/built-proxy.js';
+import { markedPage, startCachedApp, until, type CachedApp, type Called } from './support/cached-app.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { createSeal } from '../src/redis/seal.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
@@ -266,6 +270,73 @@ describe.skipIf(skipClientSuite(redisInstalled))('the page cache of a fleet shar
     // An instance waits up to 3 s for the holder of a lock to bring the page.
     expect(performance.now() - started).toBeLessThan(1500);
     expect(await b.metric('redis_values_refused_total', { use: 'lock', reason: 'bounds' })).toBe(1);
+  });
+
+  it('an instance killed while it fetches a page holds up the others no longer than cache.lockTtlMs', async () => {
+    const lockTtlMs = 2000;
+    // The killed instance's request is never answered; any after it is.
+    const slow = await startStubUpstream((_req: IncomingMessage, res: ServerResponse, index: number) => {
+      if (index > 0) res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(markedPage('after'));
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'proxy-lock-'));
+    try {
+      const file = join(dir, 'config.json');
+      const shared = { redis: { keyPrefix: 'fleet-test:' }, cache: { lockTtlMs } };
+      writeFileSync(file, JSON.stringify({ ...shared, upstream: { appKey: 'configured-app-key' } }));
+      const env = { UPSTREAM_URL: slow.origin, REDIS_URL: redis.url, CLIENT_ID_KEY: TEST_CLIENT_ID_KEY, CONFIG_FILE: file };
+      const killed = await startBuilt(env);
+      await until('the instance connected to Redis', async () =>
+        /^redis_up 1$/m.test(await (await fetch(`${killed.adminUrl}/metrics`)).text()),
+      );
+      const abandoned = fetch(`${killed.url}/index.asmx/Search?query=dog&apiKey=K1&version=1`).catch(() => null);
+      await until('its upstream request', () => slow.requests.length === 1);
+      expect((await keysInRedis()).keys.filter((key) => key.startsWith('fleet-test:page-lock:'))).toHaveLength(1);
+      await killed.kill();
+      await abandoned;
+
+      const b = await another({ cache: { lockTtlMs } }, slow);
+      const started = performance.now();
+      const called = await b.search('dog');
+      expect(called.status).toBe(200);
+      expect(pagesOf(called)).toEqual(only('miss'));
+      expect(performance.now() - started).toBeLessThan(lockTtlMs + 500);
+    } finally {
+      await slow.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an upstream that accepts and never answers: each call fails in its deadline with the legacy timeout, holding nothing', async () => {
+    let answering = false;
+    const hole = await startStubUpstream((_req: IncomingMessage, res: ServerResponse) => {
+      if (answering) res.writeHead(200, { 'content-type': 'text/xml; charset=utf-8' }).end(markedPage('back'));
+    });
+    try {
+      const settings = { upstream: { callTimeoutMs: 600, budget: { requestsPerSecond: 4, burst: 1, maxWaitMs: 2000 } } };
+      const [a, b] = [await another(settings, hole), await another(settings, hole)];
+      // Two callers of one page on each instance, and one of another page each: a lock taken, a slot waited for.
+      const timed = async (call: Promise<Called>): Promise<{ called: Called; ms: number }> => {
+        const started = performance.now();
+        const called = await call;
+        return { called, ms: performance.now() - started };
+      };
+      const calls = await Promise.all([a.search('dog'), a.search('dog'), b.search('dog'), a.search('cat'), b.search('cow')].map(timed));
+      for (const { called, ms } of calls) {
+        expect(called.status).toBe(500);
+        expect(called.body.trim()).toBe('The operation has timed out');
+        expect(ms).toBeLessThan(600 + 400);
+      }
+      expect((await keysInRedis()).keys.filter((key) => key.startsWith('fleet-test:page-lock:'))).toEqual([]);
+      // Back: the next call goes as soon as the budget's rate allows, owing nothing to the calls that failed.
+      answering = true;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const started = performance.now();
+      expect((await a.search('dog')).status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(300);
+    } finally {
+      await Promise.all(instances.splice(0).map((instance) => instance.close()));
+      await hole.close();
+    }
   });
 
   it('shared across keys, a key one instance saw refused is served no shared page by the others', async () => {

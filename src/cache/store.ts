@@ -70,8 +70,6 @@ export class MemoryPages {
   }
 }
 
-/** How long the one instance fetching a page others miss too holds its lock, at most. */
-const LOCK_TTL_MS = 15_000;
 /** How often an instance waiting for another's page looks for it. */
 const POLL_INTERVAL_MS = 20;
 
@@ -80,8 +78,11 @@ export interface FleetPages {
   get(key: string, path: UpstreamPath): Promise<CachedPage | null>;
   /** Keeps the page for the fleet until it may no longer be served; resolves once done (or given up). */
   put(key: string, page: CachedPage, now: number): Promise<void>;
-  /** Whether this instance is the one to fetch the page (always, when Redis cannot say). */
-  lock(key: string, token: string): Promise<boolean>;
+  /**
+   * Whether this instance is the one to fetch the page (always, when Redis cannot say), holding the
+   * fleet's lock on it for `ttlMs` at most.
+   */
+  lock(key: string, token: string, ttlMs: number): Promise<boolean>;
   unlock(key: string, token: string): Promise<void>;
   /**
    * A page stored after `newerThan` by the instance holding the lock, within `waitMs`; null when none
@@ -166,10 +167,10 @@ export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
         () => null,
       );
     },
-    async lock(key, token) {
+    async lock(key, token, ttlMs) {
       const [taken, refused] = await shared.run(
         'lock',
-        (redis) => commands(redis).pageCacheLock(lockKey(key), token, String(LOCK_TTL_MS)),
+        (redis) => commands(redis).pageCacheLock(lockKey(key), token, String(ttlMs)),
         () => [1, 0],
       );
       if (refused === 1) shared.refuse('lock', 'bounds', lockKey(key));

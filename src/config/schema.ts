@@ -294,6 +294,11 @@ export const ConfigSchema = Type.Object(
       /** The bytes of pages one instance keeps in memory, least recently used evicted first. */
       maxBytes: integer(0, 16 * 1024 * 1024 * 1024, 64 * 1024 * 1024),
       shareAcrossKeys: Type.Boolean({ default: false }),
+      /**
+       * With Redis: how long the instance fetching a page that others miss too holds the fleet's lock on
+       * it at most. An instance killed while it holds one delays the others no longer than this.
+       */
+      lockTtlMs: integer(1000, MAX_TIMEOUT_MS, 15_000),
       endpoints: freshness,
     }),
     paging: section({

@@ -12,6 +12,8 @@ export interface BuiltProxy {
   /** Every line written so far. */
   readonly lines: string[];
   stop(): Promise<void>;
+  /** SIGKILL, as a crash or the OOM killer would: nothing is drained, nothing let go. */
+  kill(): Promise<void>;
 }
 
 export async function startBuilt(env: NodeJS.ProcessEnv): Promise<BuiltProxy> {
@@ -40,6 +42,10 @@ export async function startBuilt(env: NodeJS.ProcessEnv): Promise<BuiltProxy> {
     lines,
     async stop() {
       child.kill('SIGTERM');
+      await exited;
+    },
+    async kill() {
+      child.kill('SIGKILL');
       await exited;
     },
   };
