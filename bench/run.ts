@@ -99,7 +99,7 @@ interface Run {
   readonly maxRssMiB: number;
 }
 
-async function measure(base: string, server: Server, scenario: Scenario): Promise<Run> {
+async function measure(base: string, server: Server, scenario: Scenario, seconds = SECONDS): Promise<Run> {
   const before = await server.usage();
   const { request } = scenario;
   const result = await autocannon({
@@ -108,7 +108,7 @@ async function measure(base: string, server: Server, scenario: Scenario): Promis
     ...(request.headers ? { headers: request.headers } : {}),
     ...(request.body ? { body: request.body } : {}),
     connections: scenario.sequential ? 1 : CONNECTIONS,
-    duration: SECONDS,
+    duration: seconds,
   });
   const after = await server.usage();
   const requests = Math.max(result.requests.total, 1);
@@ -129,7 +129,11 @@ async function measure(base: string, server: Server, scenario: Scenario): Promis
  * or not).
  */
 async function tracingPair(servers: Record<Scenario['server'], Server>, traced: Scenario, onFirst: boolean): Promise<TracingPair> {
-  const run = (server: Server): Promise<Run> => measure(server.url, server, traced);
+  const run = (server: Server, seconds?: number): Promise<Run> => measure(server.url, server, traced, seconds);
+  // The traced server serves this scenario alone and idles for minutes between rounds, while the other
+  // serves every proxy scenario: a second of load, untimed, leaves both as warm.
+  await run(servers.traced, 1);
+  await run(servers.proxy, 1);
   if (onFirst) {
     const on = await run(servers.traced);
     return { on, off: await run(servers.proxy) };
