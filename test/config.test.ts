@@ -146,6 +146,93 @@ describe('configuration validation', () => {
     expect(refusal('xy'.repeat(20))).not.toContain('xyxy');
   });
 
+  describe('Redis Sentinel (redis.sentinels)', () => {
+    const refusal = (env: NodeJS.ProcessEnv, ...overrides: Json[]): string => {
+      try {
+        loadConfig(env, ...overrides);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'taken';
+    };
+    const sentinelEnv = {
+      REDIS_SENTINELS: 'sentinel-1.internal:26379, 10.0.0.7:26380,[2001:db8::1]:26381,',
+      REDIS_MASTER_NAME: 'mymaster',
+    };
+
+    it('takes REDIS_SENTINELS as a comma list, REDIS_MASTER_NAME, REDIS_PASSWORD and REDIS_SENTINEL_PASSWORD', () => {
+      const { redis } = loadConfig({ ...sentinelEnv, REDIS_PASSWORD: 'master-pw', REDIS_SENTINEL_PASSWORD: 'sentinel-pw' });
+      expect(redis).toMatchObject({
+        url: null,
+        sentinels: ['sentinel-1.internal:26379', '10.0.0.7:26380', '[2001:db8::1]:26381'],
+        masterName: 'mymaster',
+        password: 'master-pw',
+        sentinelPassword: 'sentinel-pw',
+        tls: false,
+      });
+      expect(loadConfig({}).redis).toMatchObject({ sentinels: [], masterName: null, password: null, sentinelPassword: null, tls: false });
+      expect(loadConfig({}, { redis: { sentinels: ['10.0.0.7:26379'], masterName: 'm', tls: true } }).redis.tls).toBe(true);
+    });
+
+    it('refuses sentinels without the master name', () => {
+      expect(refusal({ REDIS_SENTINELS: '10.0.0.7:26379' })).toBe(
+        'Invalid configuration: redis.masterName must be set with redis.sentinels: the name the sentinels monitor the master under ' +
+          '(`sentinel monitor <name> …`).',
+      );
+    });
+
+    it('refuses both redis.url and redis.sentinels: neither wins', () => {
+      expect(refusal({ ...sentinelEnv, REDIS_URL: 'redis://:url-secret@cache.internal:6379' })).toBe(
+        'Invalid configuration: REDIS_SENTINELS (redis.sentinels) must be empty when redis.url is set: name Redis one way, by its URL ' +
+          'or by its sentinels, not both.',
+      );
+    });
+
+    it.each([
+      'sentinel-1.internal',
+      'sentinel-1.internal:0',
+      'sentinel-1.internal:65536',
+      'sentinel-1.internal:port',
+      '2001:db8::1:26379',
+      '[2001:db8::1]',
+      '[sentinel-1]:26379',
+      '10.0.0.300:26379',
+      'sentinel..internal:26379',
+      'redis://sentinel-1:26379',
+    ])('refuses the sentinel %j, naming REDIS_SENTINELS and the entry', (sentinel) => {
+      expect(refusal({ REDIS_SENTINELS: `10.0.0.7:26379,${sentinel}`, REDIS_MASTER_NAME: 'mymaster' })).toBe(
+        'Invalid configuration: REDIS_SENTINELS (redis.sentinels.1) must be a host and a port from 1 to 65535, such as ' +
+          `"sentinel-1.internal:26379" or "[2001:db8::1]:26379", got ${JSON.stringify(sentinel)}.`,
+      );
+    });
+
+    it('refuses a sentinel named twice', () => {
+      expect(refusal({ REDIS_SENTINELS: '10.0.0.7:26379,10.0.0.7:26379', REDIS_MASTER_NAME: 'mymaster' })).toBe(
+        'Invalid configuration: REDIS_SENTINELS (redis.sentinels) must not name a value twice.',
+      );
+    });
+
+    it('refuses the settings of Sentinel without sentinels, never showing a password', () => {
+      const withUrl = refusal({ REDIS_URL: 'redis://cache.internal:6379', REDIS_PASSWORD: 'S3cret-master-pw' });
+      expect(withUrl).toBe(
+        'Invalid configuration: REDIS_PASSWORD (redis.password) must be unset without redis.sentinels: it is for Redis Sentinel only ' +
+          '(with redis.url, the password goes in the URL: redis://:password@host:6379).',
+      );
+      expect(refusal({ REDIS_SENTINEL_PASSWORD: 'S3cret-sentinel-pw' })).toBe(
+        'Invalid configuration: REDIS_SENTINEL_PASSWORD (redis.sentinelPassword) must be unset without redis.sentinels: it is for ' +
+          'Redis Sentinel only.',
+      );
+      expect(refusal({ REDIS_MASTER_NAME: 'mymaster' })).toContain('REDIS_MASTER_NAME (redis.masterName) must be unset without');
+      expect(refusal({}, { redis: { url: 'redis://cache.internal', tls: true } })).toContain(
+        'redis.tls must be unset without redis.sentinels: it is for Redis Sentinel only (with redis.url, TLS is the rediss:// scheme).',
+      );
+      // A password of the wrong type is refused without being quoted.
+      const wrongType = refusal({}, { redis: { sentinels: ['10.0.0.7:26379'], masterName: 'm', password: ['S3cret-in-a-list'] } });
+      expect(wrongType).toMatch(/^Invalid configuration: redis\.password /);
+      expect(wrongType).not.toContain('S3cret');
+    });
+  });
+
   it('ships config/default.json equal to the defaults of the schema', () => {
     const shipped = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'config', 'default.json'), 'utf8')) as Json;
     expect(shipped).toEqual(validateConfig({}));

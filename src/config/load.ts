@@ -7,7 +7,8 @@ import { validateConfig, type Json } from './validate.js';
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
  * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT, ADMIN_HOST,
- * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL, REDIS_SECRET).
+ * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL, REDIS_SECRET,
+ * REDIS_SENTINELS, REDIS_MASTER_NAME, REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD).
  * The result is validated once at start-up; a bad value, an unknown key or an environment variable
  * set but empty stops the process with a message naming it.
  */
@@ -31,6 +32,10 @@ const ENVIRONMENT: readonly {
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
   { name: 'REDIS_URL', key: ['redis', 'url'] },
   { name: 'REDIS_SECRET', key: ['redis', 'secret'] },
+  { name: 'REDIS_SENTINELS', key: ['redis', 'sentinels'], read: commaList },
+  { name: 'REDIS_MASTER_NAME', key: ['redis', 'masterName'] },
+  { name: 'REDIS_PASSWORD', key: ['redis', 'password'] },
+  { name: 'REDIS_SENTINEL_PASSWORD', key: ['redis', 'sentinelPassword'] },
 ];
 
 /** `overrides` (for tests and embedding) are merged last, in order. */

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { ErrorObject } from 'ajv';
+import { hostPort } from './host-port.js';
 
 /**
  * How a refusal reads: `Invalid configuration: <dotted key> <problem>`, the problem derived from the
@@ -65,6 +66,10 @@ export const FORMATS: Readonly<Record<string, (value: string) => string | undefi
     if (parsed.hash !== '' || /#/.test(value)) return 'must not have a fragment';
     return undefined;
   },
+  'host-port': (value) =>
+    hostPort(value) === null
+      ? 'must be a host and a port from 1 to 65535, such as "sentinel-1.internal:26379" or "[2001:db8::1]:26379"'
+      : undefined,
   // One address, or a range in CIDR notation (`10.1.0.0/16`, `2001:db8::/32`).
   'ip-range': (value) => (ipRange(value) === null ? 'must be an IP address or a CIDR range such as "10.1.0.0/16"' : undefined),
   // With its offset (`Z` or `±hh:mm`): a date without one would depend on the machine's time zone.
@@ -115,7 +120,9 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
       .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~')),
   );
   const key = path.join('.');
-  const name = origins[key] === undefined ? key : `${origins[key]} (${key})`;
+  // An item of a list read from one variable (REDIS_SENTINELS) names the variable too.
+  const origin = origins[key] ?? (/^\d+$/.test(path.at(-1) ?? '') ? origins[path.slice(0, -1).join('.')] : undefined);
+  const name = origin === undefined ? key : `${origin} (${key})`;
   const schema = (error.parentSchema ?? {}) as Annotated;
   const got = SECRET_VALUED.includes(key) ? 'got a value not shown here (a secret)' : `got ${show(error.data)}`;
   switch (error.keyword) {
@@ -162,7 +169,7 @@ export function refusal(error: ErrorObject, origins: Readonly<Record<string, str
 }
 
 /** Keys whose value is a secret: a refusal names the key and never quotes the value. */
-const SECRET_VALUED = ['server.adminToken', 'deprecation.clientIdKey'];
+const SECRET_VALUED = ['server.adminToken', 'deprecation.clientIdKey', 'redis.secret', 'redis.password', 'redis.sentinelPassword'];
 
 /** Tables keyed by secrets: a refusal names the table, never the key of the entry at fault. */
 const SECRET_KEYED = ['upstream.apiKeyMap'];

@@ -269,11 +269,26 @@ export const ConfigSchema = Type.Object(
     }),
     /**
      * State shared by the fleet (docs/fleet.md): the page cache, the budget, page counts and the ledger.
-     * `null`: each instance keeps its own. Redis down or slow never fails a call: the instance falls
-     * back to its own state until Redis is back.
+     * Neither `url` nor `sentinels`: each instance keeps its own. Redis down, slow or failing over never
+     * fails a call: the instance falls back to its own state until Redis is back.
      */
     redis: section({
+      /** One Redis (`rediss://` for TLS), its password in the URL; or, for a Redis that fails over, `sentinels`. */
       url: nullable(Type.String({ minLength: 1, format: 'redis-url' })),
+      /**
+       * Redis Sentinel instead of `url` (docs/fleet.md, Redis with Sentinel): `host:port` of each
+       * sentinel (an IPv6 address in brackets), which name the master of `masterName`; the instance
+       * follows the master through a failover.
+       */
+      sentinels: Type.Array(Type.String({ minLength: 1, format: 'host-port' }), { default: [], uniqueItems: true }),
+      /** The name the sentinels monitor the master under (`sentinel monitor <name> …`); required with `sentinels`. */
+      masterName: nullable(Type.String({ minLength: 1 })),
+      /** With `sentinels`, the password of the master and its replicas (with `url` it is in the URL). Never logged. */
+      password: nullable(Type.String({ minLength: 1 })),
+      /** With `sentinels`, the sentinels' own password (their `requirepass`), when they have one. Never logged. */
+      sentinelPassword: nullable(Type.String({ minLength: 1 })),
+      /** With `sentinels`, TLS to the sentinels and to the master (`rediss://` says it for `url`). */
+      tls: Type.Boolean({ default: false }),
       /** Before every key, so that several fleets (or other programs) can share one Redis. */
       keyPrefix: text('catalog-proxy:'),
       /** Longer than this, a command counts as failed and the instance's own state answers. */

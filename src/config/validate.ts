@@ -62,6 +62,27 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
   ],
   ['deprecation.clientIdKey', ({ deprecation }) => patternedKey(deprecation.clientIdKey, 'key')],
   ['redis.secret', ({ redis }) => patternedKey(redis.secret, 'key')],
+  [
+    // Neither wins: a fleet whose instances read the two differently would not share one Redis.
+    'redis.sentinels',
+    ({ redis }) =>
+      redis.sentinels.length > 0 &&
+      redis.url !== null &&
+      'must be empty when redis.url is set: name Redis one way, by its URL or by its sentinels, not both.',
+  ],
+  [
+    'redis.masterName',
+    ({ redis }) =>
+      redis.sentinels.length > 0 &&
+      redis.masterName === null &&
+      'must be set with redis.sentinels: the name the sentinels monitor the master under (`sentinel monitor <name> …`).',
+  ],
+  ...(['masterName', 'password', 'sentinelPassword', 'tls'] as const).map(
+    (name): readonly [string, (settings: Settings) => string | false] => [
+      `redis.${name}`,
+      ({ redis }) => redis.sentinels.length === 0 && redis[name] !== null && redis[name] !== false && sentinelOnly(name),
+    ],
+  ),
   ['server.adminToken', ({ server }) => patternedKey(server.adminToken, 'token')],
   [
     // The service's port faces callers: the ledger there is for whoever holds the token, never for anyone.
@@ -103,6 +124,17 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
   ],
   ['legacy.routes', ({ legacy, clients }) => legacyRoutesProblem(legacy, clients)],
 ];
+
+/** The problem of a key of Redis Sentinel set without `redis.sentinels`. */
+function sentinelOnly(name: 'masterName' | 'password' | 'sentinelPassword' | 'tls'): string {
+  const instead: Readonly<Record<typeof name, string>> = {
+    masterName: '',
+    password: ' (with redis.url, the password goes in the URL: redis://:password@host:6379)',
+    sentinelPassword: '',
+    tls: ' (with redis.url, TLS is the rediss:// scheme)',
+  };
+  return `must be unset without redis.sentinels: it is for Redis Sentinel only${instead[name]}.`;
+}
 
 /**
  * The error to word: the first ajv reports, unless it is one branch of a union that words itself as a

@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto';
-import { Redis, ReplyError } from 'ioredis';
+import { Redis, ReplyError, type RedisOptions } from 'ioredis';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { PROCESS_KEY } from '../clients/process-key.js';
 import { onceEvery } from '../log/once-every.js';
+import { hostPort } from '../config/host-port.js';
 import type { Config } from '../config/schema.js';
 import { createSeal, subkey, type Seal } from './seal.js';
 
@@ -11,7 +12,9 @@ import { createSeal, subkey, type Seal } from './seal.js';
  * page counts and the ledger, with the rule every user of it follows: Redis down or slow never fails a
  * call. Each use names what the instance does on its own instead (`fallback`); the first failure of an
  * outage is said once in the log and `redis_up` drops to 0, and sharing resumes by itself when Redis
- * answers again (ioredis reconnects with a backoff).
+ * answers again (ioredis reconnects with a backoff). With Redis Sentinel (`redis.sentinels`) the
+ * connection follows the master the sentinels name through a failover, which is an outage like any
+ * other until the new master answers, and a master at a new address is counted and said.
  */
 
 /** What a user of the shared state needs: Redis when it can be had, and what happens when it cannot. */
@@ -101,16 +104,65 @@ const TRIAL_INTERVAL_MS = 1000;
 /** Reconnection backoff: quick at first, then every two seconds for as long as Redis is away. */
 const reconnectDelayMs = (attempt: number): number => Math.min(50 * 2 ** attempt, 2000);
 
+type SentinelKey = 'sentinels' | 'masterName' | 'password' | 'sentinelPassword' | 'tls';
+
+/** What `createShared` reads of `redis`: the keys of Redis Sentinel may be left out (one Redis, by its URL). */
+export type SharedSettings = Omit<Config['redis'], 'secret' | SentinelKey> & Partial<Pick<Config['redis'], SentinelKey>>;
+
+/**
+ * The options of the one connection: one Redis by `redis.url` (given to ioredis beside these), or the
+ * master that `redis.sentinels` name. Either way a command fails at once while the connection is down,
+ * so that the caller's fallback answers: nothing waits in a queue for a Redis that may be away a while.
+ */
+export function connectionOptions(config: SharedSettings): RedisOptions {
+  const options: RedisOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: config.connectTimeoutMs,
+    commandTimeout: config.commandTimeoutMs,
+    retryStrategy: reconnectDelayMs,
+  };
+  const sentinels = (config.sentinels ?? []).flatMap((sentinel) => hostPort(sentinel) ?? []);
+  if (sentinels.length === 0) return options;
+  const tls = config.tls === true ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {};
+  return {
+    ...options,
+    ...tls,
+    sentinels,
+    name: config.masterName ?? '',
+    role: 'master',
+    ...(config.password ? { password: config.password } : {}),
+    ...(config.sentinelPassword ? { sentinelPassword: config.sentinelPassword } : {}),
+    // Asking a sentinel for the master is part of connecting, and is given as long.
+    sentinelCommandTimeout: config.connectTimeoutMs,
+    sentinelRetryStrategy: reconnectDelayMs,
+    // Not ioredis's failover detector: it drops the connection on any +switch-master a sentinel
+    // publishes, for any master the sentinels watch (another group's failover too), and each sentinel
+    // publishes its own as it learns of the switch. A dead master closes the connection by itself; a
+    // live one the sentinels demote answers READONLY (below).
+    failoverDetector: false,
+    // A master demoted to a replica answers writes with READONLY: leave it at once for the one the
+    // sentinels name now. The command itself fails (its use falls back), as every command does while
+    // the connection is down: resent (2), it would meet a closed connection and no offline queue.
+    reconnectOnError: (err) => err.message.includes('READONLY'),
+  };
+}
+
+/** `host:port` of the connection's far end (an IPv6 address in brackets); null for a Unix socket or none. */
+function remoteOf(redis: Redis): string | null {
+  // Typed as always there, it is not before the first connection.
+  const stream = redis.stream as Redis['stream'] | undefined;
+  const remoteAddress = stream?.remoteAddress;
+  const remotePort = stream?.remotePort;
+  if (remoteAddress === undefined || remotePort === undefined) return null;
+  return remoteAddress.includes(':') ? `[${remoteAddress}]:${remotePort}` : `${remoteAddress}:${remotePort}`;
+}
+
 /**
  * `secret` is the fleet's (`redis.secret`, else `deprecation.clientIdKey`); without one, the process's
  * own, which no other instance can read: each then keeps to values it wrote itself.
  */
-export function createShared(
-  config: Omit<Config['redis'], 'secret'>,
-  registry: Registry,
-  log: SharedLog,
-  secret: string | null = null,
-): Shared {
+export function createShared(config: SharedSettings, registry: Registry, log: SharedLog, secret: string | null = null): Shared {
   const key = secret ?? PROCESS_KEY;
   // Not the seal's key, nor the fingerprints': a hash shows in Redis's key names (src/redis/seal.ts, subkey).
   const hashKey = subkey(key, 'key-hash');
@@ -123,7 +175,7 @@ export function createShared(
     labelNames: ['use'],
     registers: [registry],
   });
-  if (config.url === null) return unshared(config.keyPrefix, hashOf, seal, refuse);
+  if (config.url === null && (config.sentinels ?? []).length === 0) return unshared(config.keyPrefix, hashOf, seal, refuse);
 
   let up = false;
   /** Whether an outage has been said (so that a recovery is said too). */
@@ -132,20 +184,23 @@ export function createShared(
   let lastTrial = 0;
   new Gauge({
     name: 'redis_up',
-    help: 'Whether Redis (redis.url) answered the last command (1) or this instance is on its own state (0).',
+    help:
+      'Whether Redis (redis.url, or the master redis.sentinels name) answered the last command (1) or this instance is on its ' +
+      'own state (0).',
     registers: [registry],
     collect() {
       this.set(up ? 1 : 0);
     },
   });
-  const redis = new Redis(config.url, {
-    // Fail at once while disconnected rather than queue: the caller's fallback is the answer.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: config.connectTimeoutMs,
-    commandTimeout: config.commandTimeoutMs,
-    retryStrategy: reconnectDelayMs,
+  const masterChanges = new Counter({
+    name: 'redis_master_changes_total',
+    help: 'Connections to a Redis master at another address than the one before: failovers this instance followed.',
+    registers: [registry],
   });
+  const options = connectionOptions(config);
+  const redis = config.url === null ? new Redis(options) : new Redis(config.url, options);
+  /** `host:port` of the master last connected to. */
+  let master: string | null = null;
   const wentDown = (err: unknown): void => {
     if (!up && said) return;
     up = false;
@@ -160,7 +215,18 @@ export function createShared(
     if (said) log.info({ event: 'redis_recovered' }, 'Redis is back: the fleet shares its state again');
     up = true;
   };
-  redis.on('ready', cameBack);
+  redis.on('ready', () => {
+    const now = remoteOf(redis);
+    if (master !== null && now !== null && now !== master) {
+      masterChanges.inc();
+      log.info(
+        { event: 'redis_master_changed', from: master, to: now },
+        `Redis's master is now ${now} (it was ${master}): the fleet's state is shared there`,
+      );
+    }
+    master = now ?? master;
+    cameBack();
+  });
   // ioredis emits an error for every failed reconnection attempt; the outage is said once.
   redis.on('error', wentDown);
   redis.on('close', () => {

@@ -58,16 +58,17 @@ export async function until(what: string, check: () => boolean | Promise<boolean
 
 /**
  * `handler` answers the upstream's requests; `overrides` go over the defaults with the cache on.
- * `wrap` may put something between the app and its undici upstream (as the budget does).
+ * `wrap` may put something between the app and its undici upstream (as the budget does); `env` is the
+ * environment the configuration is read from (none by default).
  */
 export async function startCachedApp(
   handler: StubHandler,
   overrides: Json = {},
-  options: { readonly upstream?: StubUpstream; readonly wrap?: (config: Config) => Upstream } = {},
+  options: { readonly upstream?: StubUpstream; readonly wrap?: (config: Config) => Upstream; readonly env?: NodeJS.ProcessEnv } = {},
 ): Promise<CachedApp> {
   const upstream = options.upstream ?? (await startStubUpstream(handler));
   const config = loadConfig(
-    {},
+    options.env ?? {},
     { upstream: { baseUrl: upstream.origin, appKey: 'configured-app-key' }, log: { level: 'info' }, server: { adminPort: null } },
     { cache: { enabled: true } },
     overrides,

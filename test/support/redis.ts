@@ -81,7 +81,8 @@ function ready(child: ChildProcess, port: number): Promise<void> {
   });
 }
 
-function freePort(): Promise<number> {
+/** A port of 127.0.0.1 that nothing listens on now. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
