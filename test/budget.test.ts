@@ -154,6 +154,34 @@ async function slotGivenBack(overrides: Json): Promise<void> {
   await until(async () => metric(await proxy.metrics(), 'upstream_budget_slots_given_back_total') === 1);
 }
 
+/**
+ * At 10 requests/s with a burst of 1: calls at 0, 5, 10 and 15 ms take the slots at 0, 100, 200 and
+ * 300 ms; the second's caller hangs up at 50 ms. Its slot is not the last, so it is not given back: a
+ * call at 80 ms goes at 400 ms, not at 300 ms beside the fourth, two at once past a burst of one.
+ */
+async function earlierSlotKept(overrides: Json): Promise<void> {
+  const upstream = await timedUpstream();
+  const proxy = await instance(upstream, overrides);
+  const product = (productNumber: string, signal?: AbortSignal) =>
+    fetch(`${proxy.base}/index.asmx/ProductLookup?${new URLSearchParams({ productNumber, apiKey: 'k', version: '1' })}`, { signal });
+  const at = (ms: number, call: () => Promise<Response | unknown>) =>
+    new Promise((resolve) => setTimeout(resolve, ms)).then(call).then(
+      (reply) => (reply instanceof Response ? reply.text().then(() => reply.status) : reply),
+      (err: unknown) => err,
+    );
+  const statuses = await Promise.all([
+    at(0, () => product('1')),
+    at(5, () => product('2', AbortSignal.timeout(45))),
+    at(10, () => product('3')),
+    at(15, () => product('4')),
+    at(80, () => product('5')),
+  ]);
+  expect(statuses.filter((status) => status === 200)).toHaveLength(4);
+  expect(upstream.arrivals).toHaveLength(4);
+  expect(mostWithin(upstream.arrivals, 60)).toBe(1);
+  expect(metric(await proxy.metrics(), 'upstream_budget_slots_given_back_total')).toBe(0);
+}
+
 async function until(condition: () => Promise<boolean>, timeoutMs = 3000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -221,6 +249,10 @@ describe('with a budget, on one instance without Redis', () => {
 
   it('a call cancelled while it waits for its slot gives it back: the next request goes in its place', async () => {
     await slotGivenBack({ upstream: { budget: { requestsPerSecond: 2, burst: 1, maxWaitMs: 5000 } } });
+  });
+
+  it('a slot given back is only ever the last: a cancelled earlier one never lets a request past the burst', async () => {
+    await earlierSlotKept({ upstream: { budget: { requestsPerSecond: 10, burst: 1, maxWaitMs: 1000 } } });
   });
 
   it('sheds a call that gets a Mashery 403 (header or body alone) and pauses its key; any other 403 stays a fault', async () => {
@@ -336,6 +368,10 @@ describe.skipIf(skipClientSuite(redisInstalled))(`shared through Redis${redisIns
 
   it('a call cancelled while it waits for its slot gives it back to the fleet: the next request goes in its place', async () => {
     await slotGivenBack(shared({ requestsPerSecond: 2, burst: 1, maxWaitMs: 5000 }));
+  });
+
+  it('a slot given back to the fleet is only ever the last: a cancelled earlier one never lets a request past the burst', async () => {
+    await earlierSlotKept(shared({ requestsPerSecond: 10, burst: 1, maxWaitMs: 1000 }));
   });
 
   it('holds 20 requests/s with a burst of 5 for one appKey across two instances: at most 45 upstream requests in any 2 s', async () => {

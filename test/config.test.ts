@@ -181,6 +181,12 @@ describe('configuration validation', () => {
       );
     });
 
+    it('refuses a REDIS_SENTINELS of commas alone, as it refuses one set but empty', () => {
+      expect(refusal({ REDIS_SENTINELS: ' , ' })).toBe(
+        'Invalid configuration: REDIS_SENTINELS is set but lists nothing; unset it or give it a value.',
+      );
+    });
+
     it('refuses both redis.url and redis.sentinels: neither wins', () => {
       expect(refusal({ ...sentinelEnv, REDIS_URL: 'redis://:url-secret@cache.internal:6379' })).toBe(
         'Invalid configuration: REDIS_SENTINELS (redis.sentinels) must be empty when redis.url is set: name Redis one way, by its URL ' +

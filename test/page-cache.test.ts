@@ -496,6 +496,26 @@ describe('coalescing', () => {
       await Promise.allSettled(fetches);
       expect(upstream.seen[0]!.aborted).toBe(true);
     });
+
+    it('a call that comes while a cancelled request is still ending gets a request of its own, not the reason it ended', async () => {
+      const seen: AbortSignal[] = [];
+      // Cancelled, the request takes a while to end (as the budget giving its slot back to Redis did).
+      const lingering: FetchPage = (_request, { signal }) => {
+        seen.push(signal);
+        if (seen.length > 1) return Promise.resolve(page);
+        return new Promise<Page>((_resolve, reject) => {
+          signal.addEventListener('abort', () => setTimeout(() => reject(signal.reason), 100));
+        });
+      };
+      const fetch = cache().intercept(lingering);
+      const gone = new AbortController();
+      const first = fetch(request, fetchOptions({ signal: gone.signal }));
+      await until('the upstream request', () => seen.length === 1);
+      gone.abort(new Error('the first caller hung up'));
+      await expect(first).rejects.toThrow('the first caller hung up');
+      expect(await fetch(request, fetchOptions())).toEqual(page);
+      expect(seen).toHaveLength(2);
+    });
   });
 });
 

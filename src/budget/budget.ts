@@ -47,20 +47,22 @@ type Settings = Config['upstream']['budget'] & { readonly requestsPerSecond: num
 
 /**
  * What the bucket says of one request: go after `waitMs` (0: now), taken from the fleet's bucket in Redis
- * or this instance's own (`shared`); no room within the wait; or the key is paused.
+ * or this instance's own (`shared`), which the take left at `slot`; no room within the wait; or the key
+ * is paused.
  */
 type Verdict =
-  | { readonly kind: 'go'; readonly waitMs: number; readonly shared: boolean }
+  | { readonly kind: 'go'; readonly waitMs: number; readonly shared: boolean; readonly slot: number }
   | { readonly kind: 'full'; readonly retryMs: number }
   | { readonly kind: 'paused'; readonly retryMs: number };
 
 /**
  * KEYS: the bucket, the pause. ARGV: the interval between requests (ms), the burst, the longest this
  * request may wait (ms), the longest pause (ms), `1` to pass over the pause (one this instance found
- * forged and deleted), and the longest wait configured (ms). Returns {1, wait, refused} (a slot taken,
- * `wait` ms from now), {0, wait, refused} (none within the longest wait; the first would be `wait` ms
- * from now) or {-1, pause, 0, value} (the key is paused for `pause` ms, by the sealed `value`, which
- * the caller opens before it obeys: `pauseOf`).
+ * forged and deleted), and the longest wait configured (ms). Returns {1, wait, refused, bucket} (a slot
+ * taken, `wait` ms from now, the bucket as it left it: the slot's stamp, for a give-back),
+ * {0, wait, refused} (none within the longest wait; the first would be `wait` ms from now) or
+ * {-1, pause, 0, value} (the key is paused for `pause` ms, by the sealed `value`, which the caller opens
+ * before it obeys: `pauseOf`).
  *
  * The bucket cannot carry our MAC (the script computes it, and would need the secret, which never goes
  * to Redis), so it is bounded as if written now: further ahead than one burst window (the burst at the
@@ -92,27 +94,34 @@ end
 if tat < now then tat = now end
 local wait = tat - now - interval * (burst - 1)
 if wait > tonumber(ARGV[3]) then return {0, math.ceil(wait), refused} end
-local later = tat + interval
-redis.call('SET', KEYS[1], string.format('%.3f', later), 'PX', math.ceil(later - now) + 1)
+local later = string.format('%.3f', tat + interval)
+redis.call('SET', KEYS[1], later, 'PX', math.ceil(tat + interval - now) + 1)
 if wait < 0 then wait = 0 end
-return {1, math.ceil(wait), refused}
+return {1, math.ceil(wait), refused, later}
 `;
 
 /** The bits of the take script's `refused`. */
 const REFUSED_PAUSE = 1;
 const REFUSED_BUCKET = 2;
 
+/** How far apart a bucket and a slot's stamp may be and still be that slot (the script keeps 3 decimals). */
+const SAME_SLOT_MS = 0.5;
+
 /**
- * KEYS: the bucket. ARGV: the interval between requests (ms). A slot taken and not used given back: the
- * bucket one interval earlier, never before now (a bucket at now or before is full). A value that is no
- * number is left to the take script, which bounds it.
+ * KEYS: the bucket. ARGV: the interval between requests (ms), the bucket as the slot's take left it, and
+ * the longest a bucket may be ahead of now (one burst window). A slot taken and not used given back: the
+ * bucket one interval earlier, never before now (a bucket at now or before is full), but only while the
+ * slot is still the last one taken. An earlier slot given back would become one more at the end of the
+ * queue, past the burst: once the last is given back, the one before it is last. A value that is no
+ * number, or out of bounds, is left to the take script, which bounds it. Returns 1 when given back.
  */
 const GIVE_BACK_SCRIPT = `
 local stored = redis.pcall('GET', KEYS[1])
 local tat = type(stored) == 'table' and nil or tonumber(stored or '')
-if tat == nil or tat ~= tat then return 0 end
+if tat == nil or tat ~= tat or math.abs(tat - tonumber(ARGV[2])) >= ${SAME_SLOT_MS} then return 0 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
+if tat > now + tonumber(ARGV[3]) then return 0 end
 local earlier = tat - tonumber(ARGV[1])
 if earlier <= now then
   redis.call('DEL', KEYS[1])
@@ -145,7 +154,7 @@ interface BudgetCommands {
     passOverPause: string,
     maxWaitMs: string,
   ): Promise<[number, number, number, string | null]>;
-  upstreamBudgetGiveBack(bucket: string, intervalMs: string): Promise<number>;
+  upstreamBudgetGiveBack(bucket: string, intervalMs: string, slot: string, windowMs: string): Promise<number>;
   upstreamBudgetPause(pause: string, ms: string, sealed: string): Promise<number>;
   upstreamBudgetUnpause(pause: string, found: string): Promise<number>;
 }
@@ -188,19 +197,21 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
       for (const [other, at] of localBuckets) if (at <= now) localBuckets.delete(other);
     }
     localBuckets.set(key, tat + intervalMs);
-    return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)), shared: false };
+    return { kind: 'go', waitMs: Math.max(0, Math.ceil(wait)), shared: false, slot: tat + intervalMs };
   };
 
-  /** A slot taken from this instance's own bucket, not used: the bucket one interval earlier, never before now. */
-  const giveBackLocal = (key: string, budget: Settings): void => {
+  /** A slot taken from this instance's own bucket, not used, given back as the script does it in Redis. */
+  const giveBackLocal = (key: string, budget: Settings, slot: number): boolean => {
     const tat = localBuckets.get(key);
-    if (tat !== undefined) localBuckets.set(key, Math.max(performance.now(), tat - shareOf(budget).intervalMs));
+    if (tat === undefined || Math.abs(tat - slot) >= SAME_SLOT_MS) return false;
+    localBuckets.set(key, Math.max(performance.now(), tat - shareOf(budget).intervalMs));
+    return true;
   };
 
   const takeShared = async (redis: Redis, key: string, budget: Settings, passOverPause = false): Promise<Verdict> => {
     const bucket = shared.key('budget', key);
     const pauseKey = shared.key('budget-pause', key);
-    const [status, ms, refused, sealed] = await commands(redis).upstreamBudgetTake(
+    const [status, ms, refused, value] = await commands(redis).upstreamBudgetTake(
       bucket,
       pauseKey,
       String(1000 / budget.requestsPerSecond),
@@ -213,17 +224,17 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     if ((refused & REFUSED_PAUSE) !== 0) shared.refuse('budget', 'bounds', pauseKey);
     if ((refused & REFUSED_BUCKET) !== 0) shared.refuse('budget', 'bounds', bucket);
     if (status === -1) {
-      const pausedMs = pauseOf(pauseKey, sealed, ms);
+      const pausedMs = pauseOf(pauseKey, value, ms);
       if (pausedMs === null) {
         // Not a pause of this fleet's, or an old one put back: deleted (unless replaced meanwhile), not obeyed.
         shared.refuse('budget', 'forged', pauseKey);
-        if (sealed !== null) await commands(redis).upstreamBudgetUnpause(pauseKey, sealed);
+        if (value !== null) await commands(redis).upstreamBudgetUnpause(pauseKey, value);
         return takeShared(redis, key, budget, true);
       }
       localPauses.set(key, performance.now() + pausedMs);
       return { kind: 'paused', retryMs: pausedMs };
     }
-    return status === 1 ? { kind: 'go', waitMs: ms, shared: true } : { kind: 'full', retryMs: ms };
+    return status === 1 ? { kind: 'go', waitMs: ms, shared: true, slot: Number(value) } : { kind: 'full', retryMs: ms };
   };
 
   /**
@@ -271,8 +282,9 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     try {
       await sleep(verdict.waitMs, signal);
     } catch (err) {
-      // Cancelled while it waited (the caller hung up, its deadline passed): the slot goes to the next request.
-      await giveBack(key, budget, verdict.shared);
+      // Cancelled while it waited (the caller hung up, its deadline passed): the slot goes to the next
+      // request. Not awaited: the call has ended, and a request that joined its fetch must not wait on Redis.
+      void giveBack(key, budget, verdict);
       throw err;
     }
     // Paused while it waited (a 403 this instance saw): the slot is given up.
@@ -280,17 +292,22 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
     if (pausedSince > 0) throw shed('upstream', pausedSince);
   }
 
-  async function giveBack(key: string, budget: Settings, fromShared: boolean): Promise<void> {
-    metrics?.givenBack.inc();
-    if (!fromShared) {
-      giveBackLocal(key, budget);
-      return;
-    }
-    await shared.run(
-      'budget',
-      (redis) => commands(redis).upstreamBudgetGiveBack(shared.key('budget', key), String(1000 / budget.requestsPerSecond)),
-      () => 0,
-    );
+  async function giveBack(key: string, budget: Settings, { shared: fromShared, slot }: { shared: boolean; slot: number }): Promise<void> {
+    const intervalMs = 1000 / budget.requestsPerSecond;
+    const given = fromShared
+      ? await shared.run(
+          'budget',
+          (redis) =>
+            commands(redis).upstreamBudgetGiveBack(
+              shared.key('budget', key),
+              String(intervalMs),
+              String(slot),
+              String(intervalMs * budget.burst + budget.maxWaitMs),
+            ),
+          () => 0,
+        )
+      : giveBackLocal(key, budget, slot);
+    if (given === 1 || given === true) metrics?.givenBack.inc();
   }
 
   /** The key is over its limits at the gateway: paused here at once, and for the fleet. */

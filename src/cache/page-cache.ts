@@ -93,6 +93,11 @@ class Flight {
     this.promise.catch(() => {});
   }
 
+  /** Cancelled by the last to leave, and settling: a call that comes now starts a request of its own. */
+  get cancelled(): boolean {
+    return this.#controller.signal.aborted;
+  }
+
   join(signal: AbortSignal): Promise<Fetched> {
     if (signal.aborted) return Promise.reject(signal.reason);
     this.#waiting++;
@@ -368,7 +373,8 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     }
     try {
       const flying = flights.get(key);
-      if (flying === undefined)
+      // Not one its last caller left: that one fails with that caller's reason, not this one's.
+      if (flying === undefined || flying.cancelled)
         return await startFlight(key, (own) => fetchOnce(key, request, cached, fetch, { ...options, signal: own }), false).join(signal);
       try {
         return { page: (await flying.join(signal)).page, result: 'coalesced' };

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { MAX_LOCK_TTL_MS } from '../config/schema.js';
 import type { UpstreamPath } from '../operations.js';
 import { boundedReads, scriptCommands, type BoundedValue, type Shared } from '../redis/shared.js';
 import type { CompactDocument } from '../xml/compact.js';
@@ -102,15 +103,16 @@ export interface PageBounds {
 }
 
 /**
- * KEYS: the lock. ARGV: this instance's token, the lock's TTL (ms). Takes the lock unless another holds
- * it. A lock held longer than any instance takes one for, or for ever, is not another's: whoever wrote
- * it would have every miss of the page wait for a page that never comes. It is deleted, and said.
- * Returns {taken, refused}, each 1 or 0.
+ * KEYS: the lock. ARGV: this instance's token, the lock's TTL (ms), the longest TTL any instance may
+ * hold one for. Takes the lock unless another holds it. A lock held longer than any instance can take
+ * one for, or for ever, is not another's: whoever wrote it would have every miss of the page wait for a
+ * page that never comes. It is deleted, and said. Not this instance's own TTL: while a change of
+ * `cache.lockTtlMs` reaches the fleet, instances hold locks of both. Returns {taken, refused}, each 1 or 0.
  */
 const LOCK_SCRIPT = `
 local refused = 0
 local held = redis.call('PTTL', KEYS[1])
-if held == -1 or held > tonumber(ARGV[2]) then
+if held == -1 or held > tonumber(ARGV[3]) then
   redis.call('DEL', KEYS[1])
   refused = 1
 end
@@ -118,9 +120,11 @@ local taken = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')
 return {taken and 1 or 0, refused}
 `;
 
-const commands = scriptCommands<{ pageCacheLock(lock: string, token: string, ttlMs: string): Promise<[number, number]> }>({
-  pageCacheLock: { keys: 1, lua: LOCK_SCRIPT },
-});
+const commands = scriptCommands<{ pageCacheLock(lock: string, token: string, ttlMs: string, maxTtlMs: string): Promise<[number, number]> }>(
+  {
+    pageCacheLock: { keys: 1, lua: LOCK_SCRIPT },
+  },
+);
 
 /** Releases a lock only if it is still this instance's (it may have expired and been taken since). */
 const UNLOCK_SCRIPT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
@@ -170,7 +174,7 @@ export function fleetPages(shared: Shared, bounds: PageBounds): FleetPages {
     async lock(key, token, ttlMs) {
       const [taken, refused] = await shared.run(
         'lock',
-        (redis) => commands(redis).pageCacheLock(lockKey(key), token, String(ttlMs)),
+        (redis) => commands(redis).pageCacheLock(lockKey(key), token, String(ttlMs), String(MAX_LOCK_TTL_MS)),
         () => [1, 0],
       );
       if (refused === 1) shared.refuse('lock', 'bounds', lockKey(key));

@@ -136,11 +136,14 @@ function secretFile(name: string, path: string): string {
 }
 
 /** `a, b,c` → `["a", "b", "c"]`: a list in one variable, as a container's environment has it. */
-function commaList(_name: string, text: string): string[] {
-  return text
+/** Items between commas; a list of none (`,`, ` , `) is a template left unfilled, as an empty value is. */
+function commaList(name: string, text: string): string[] {
+  const items = text
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '');
+  if (items.length === 0) throw new ConfigError(name, 'is set but lists nothing; unset it or give it a value.');
+  return items;
 }
 
 function wholeNumber(name: string, text: string): number {

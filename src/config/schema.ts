@@ -11,6 +11,8 @@ import { MERCHANDISE } from './merchandise.js';
  */
 
 const MAX_TIMEOUT_MS = 600_000;
+/** The longest `cache.lockTtlMs`: a lock in Redis held longer is no instance's (src/cache/store.ts). */
+export const MAX_LOCK_TTL_MS = MAX_TIMEOUT_MS;
 /** A week: past that a page is no longer the catalog (the upstream's Cache-Control is capped there too). */
 export const MAX_CACHE_SECONDS = 604_800;
 /** An HMAC key a search over short keys cannot find: 32 characters, e.g. `openssl rand -hex 32` gives 64. */
@@ -313,7 +315,7 @@ export const ConfigSchema = Type.Object(
        * With Redis: how long the instance fetching a page that others miss too holds the fleet's lock on
        * it at most. An instance killed while it holds one delays the others no longer than this.
        */
-      lockTtlMs: integer(1000, MAX_TIMEOUT_MS, 15_000),
+      lockTtlMs: integer(1000, MAX_LOCK_TTL_MS, 15_000),
       endpoints: freshness,
     }),
     paging: section({

@@ -67,7 +67,7 @@ export interface FetchTrace {
   readonly context: Context;
   readonly traceId: string;
   readonly spanId: string;
-  /** The span's `traceparent` (with `tracestate` and `baggage` when there are), sent with the upstream request. */
+  /** The span's `traceparent` (with its `tracestate` when there is one), sent with the upstream request; never a caller's baggage. */
   readonly headers: Readonly<Record<string, string>>;
   /** Hears the HTTP status of the upstream's response. */
   responded(status: number): void;
