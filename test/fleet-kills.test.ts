@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type ChaosBalancer, type ChaosReport, chaosSchedule, chaosTable, maxInWindow, runChaos } from './support/chaos.js';
+import { type ChaosBalancer, type ChaosReport, chaosSchedule, chaosTable, maxInWindow, missedTargets, runChaos } from './support/chaos.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { FLEET_MISSING, NGINX_MISSING, shippedHaproxyConfig, shippedNginxConfig, TEST_HEALTH_CHECKS } from './support/fleet.js';
 
@@ -157,5 +157,48 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
   it('counts the busiest second of the upstream in a sliding window', () => {
     expect(maxInWindow([], 1000)).toBe(0);
     expect(maxInWindow([2500, 0, 100, 999, 1000, 1099], 1000)).toBe(4);
+  });
+
+  it('misses a target for a failed call, hits missing or doubled past the kills, memory grown past 20 %, or the budget passed', () => {
+    const met: ChaosReport = {
+      options: {
+        seconds: 60,
+        rate: 200,
+        balancer: 'haproxy',
+        kills: { instances: true, redis: true, upstream: true },
+        newSearchesPerSecond: 5,
+        budget: { requestsPerSecond: 12, burst: 4, gatewayQps: 20 },
+      },
+      redis: 'one redis-server',
+      calls: 12_000,
+      failures: [],
+      failedCalls: 0,
+      outageFaults: 20,
+      replays: 5,
+      hitsMissing: 5,
+      kills: { instance: 5, redis: 1, upstream: 1 },
+      latencyMs: { p50: 3, p99: 70, worst: 300 },
+      upstream: { requests: 300, maxPerSecond: 20, refused: 0 },
+      memory: [{ name: 'proxy0', startKb: 100_000, endKb: 120_000, runs: 3 }],
+      events: [],
+    };
+    expect(missedTargets(met)).toEqual([]);
+    expect(chaosTable(met)).toContain('every target met');
+    expect(
+      missedTargets({
+        ...met,
+        failedCalls: 1,
+        replays: 6,
+        hitsMissing: 6,
+        upstream: { requests: 300, maxPerSecond: 21, refused: 0 },
+        memory: [{ name: 'proxy0', startKb: 100_000, endKb: 121_000, runs: 3 }],
+      }),
+    ).toEqual([
+      '1 failed calls outside the upstream outage',
+      '6 answered calls without a hit, more than the 5 kills',
+      '6 answered calls with two hits, more than the 5 kills',
+      "proxy0's resident memory grew 21 %",
+      '21 upstream requests in one second, over the budget and one burst',
+    ]);
   });
 });
