@@ -1,7 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type ChaosBalancer, type ChaosReport, chaosSchedule, chaosTable, maxInWindow, missedTargets, runChaos } from './support/chaos.js';
+import {
+  balancerRetries,
+  type ChaosBalancer,
+  type ChaosReport,
+  chaosSchedule,
+  chaosTable,
+  maxInWindow,
+  missedTargets,
+  runChaos,
+} from './support/chaos.js';
 import { requireClient, skipClientSuite } from './support/clients.js';
 import { FLEET_MISSING, NGINX_MISSING, shippedHaproxyConfig, shippedNginxConfig, TEST_HEALTH_CHECKS } from './support/fleet.js';
 
@@ -51,6 +60,8 @@ function expectNothingLost(report: ChaosReport): void {
   expect(report.calls).toBeGreaterThan(SECONDS * RATE * 0.9);
   expect(report.hitsMissing).toBeLessThanOrEqual(report.kills.instance);
   expect(report.replays).toBeLessThanOrEqual(report.kills.instance);
+  // The kills were felt: calls the load balancer sent to a killed instance went to another one.
+  expect(report.balancerRetries).toBeGreaterThan(0);
 }
 
 describe.skipIf(!CHAOS_TESTS || skipClientSuite(HAPROXY_MISSING === null))('instances SIGKILLed under load behind HAProxy', () => {
@@ -154,6 +165,22 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
     expect(chaosSchedule(60, 10, { instances: true, redis: false, upstream: false })).toHaveLength(5);
   });
 
+  it('counts the requests a load balancer passed on to another instance from its log', () => {
+    const haproxy = [
+      '127.0.0.1:5 [27/Nov/2026:14:00:00.001] catalog catalog-proxies/proxy1 0/0/0/3/3 200 900 - - ---- 4/4/1/0/0 0/0 "GET / HTTP/1.1"',
+      '127.0.0.1:6 [27/Nov/2026:14:00:00.002] catalog catalog-proxies/proxy2 0/0/1/3/4 200 900 - - ---- 4/4/1/0/+1 0/0 "GET / HTTP/1.1"',
+      '127.0.0.1:7 [27/Nov/2026:14:00:00.003] catalog catalog-proxies/proxy0 0/0/1/3/4 200 900 - - ---- 4/4/1/0/2 0/0 "GET / HTTP/1.1"',
+      '[WARNING]  (9) : Server catalog-proxies/proxy1 is DOWN, reason: Layer4 connection problem',
+    ];
+    expect(balancerRetries('haproxy', haproxy)).toBe(2);
+    const nginx = [
+      '2026/11/27 14:00:00 [error] 9#0: *1 connect() failed (111: Connection refused) while connecting to upstream, client: 127.0.0.1',
+      '2026/11/27 14:00:00 [error] 9#0: *2 upstream prematurely closed connection while reading response header from upstream, client: x',
+      '2026/11/27 14:00:00 [warn] 9#0: *1 upstream server temporarily disabled while connecting to upstream, client: 127.0.0.1',
+    ];
+    expect(balancerRetries('nginx', nginx)).toBe(2);
+  });
+
   it('counts the busiest second of the upstream in a sliding window', () => {
     expect(maxInWindow([], 1000)).toBe(0);
     expect(maxInWindow([2500, 0, 100, 999, 1000, 1099], 1000)).toBe(4);
@@ -176,6 +203,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       outageFaults: 20,
       replays: 5,
       hitsMissing: 5,
+      balancerRetries: 12,
       kills: { instance: 5, redis: 1, upstream: 1 },
       latencyMs: { p50: 3, p99: 70, worst: 300 },
       upstream: { requests: 300, maxPerSecond: 20, refused: 0 },

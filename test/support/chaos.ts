@@ -158,6 +158,8 @@ export interface ChaosReport {
   readonly replays: number;
   /** Answered calls with no hit line: the instance killed between its reply and its line. */
   readonly hitsMissing: number;
+  /** Requests the load balancer passed on to another instance, as its log says (`balancerRetries`). */
+  readonly balancerRetries: number;
   readonly kills: Readonly<Record<ChaosAction, number>>;
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly worst: number };
   readonly upstream: {
@@ -210,6 +212,7 @@ export function chaosTable(report: ChaosReport): string {
     ['upstream-outage faults (the legacy fault, expected)', String(report.outageFaults), ''],
     ['replays (answered, two hits)', String(report.replays), `≤ ${kills} (instance kills)`],
     ['hits missing (answered, no hit)', String(report.hitsMissing), `≤ ${kills} (instance kills)`],
+    ['passed to another instance by the load balancer', String(report.balancerRetries), ''],
     ['latency p50 / p99 / worst', `${report.latencyMs.p50} / ${report.latencyMs.p99} / ${report.latencyMs.worst} ms`, ''],
   ];
   if (options.budget !== null) {
@@ -434,6 +437,19 @@ interface Observed {
   readonly loadStart: number;
 }
 
+/**
+ * The requests the load balancer tried again on another instance, from its log: HAProxy's
+ * `option httplog` line ends its connection counts with the retries (`+N` when redispatched); nginx
+ * says at `error` each attempt that failed and that `proxy_next_upstream` passes on (or, when none is
+ * left, answers with its own 502, which the caller sees as a failed call).
+ */
+export function balancerRetries(kind: Fleet['balancer']['kind'], lines: readonly string[]): number {
+  if (kind === 'haproxy') {
+    return lines.filter((line) => Number(/ \d+\/\d+\/\d+\/\d+\/\+?(\d+) \d+\/\d+ "/.exec(line)?.[1] ?? 0) > 0).length;
+  }
+  return lines.filter((line) => /\[error\].* while (connecting to|reading response header from) upstream/.test(line)).length;
+}
+
 /** The kind of a failed call, for the table. */
 function kindOf(result: CallResult): string {
   if (result.status === null) return /timeout|aborted/i.test(result.error ?? '') ? 'no reply in time' : 'connection errors';
@@ -475,6 +491,7 @@ function account(options: ChaosOptions, redis: ChaosRedis, fleet: Fleet, observe
     outageFaults,
     replays,
     hitsMissing,
+    balancerRetries: balancerRetries(fleet.balancer.kind, fleet.balancer.lines),
     kills: observed.kills,
     latencyMs: {
       p50: Math.round(quantile(durations, 0.5)),
