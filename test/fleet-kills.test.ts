@@ -206,6 +206,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       balancerRetries: 12,
       kills: { instance: 5, redis: 1, upstream: 1 },
       latencyMs: { p50: 3, p99: 70, worst: 300 },
+      slowest: [],
       upstream: { requests: 300, maxPerSecond: 20, refused: 0 },
       memory: [{ name: 'proxy0', startKb: 100_000, endKb: 120_000, runs: 3 }],
       events: [],

@@ -162,6 +162,8 @@ export interface ChaosReport {
   readonly balancerRetries: number;
   readonly kills: Readonly<Record<ChaosAction, number>>;
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly worst: number };
+  /** The three slowest calls (what, when it was sent, how long it took, its status): where the tail was. */
+  readonly slowest: readonly string[];
   readonly upstream: {
     /** Requests of the callers' appKey that reached the gateway. */
     readonly requests: number;
@@ -245,7 +247,13 @@ export function chaosTable(report: ChaosReport): string {
     missed.length === 0 ? 'every target met' : `targets missed: ${missed.join('; ')}`,
   ];
   const examples = report.failures.flatMap(({ examples }) => examples);
-  return [...head, ...(examples.length > 0 ? ['', 'failed calls, the first of each kind:', ...examples] : [])].join('\n');
+  return [
+    ...head,
+    '',
+    'the slowest calls (sent at seconds from the start of the load):',
+    ...report.slowest,
+    ...(examples.length > 0 ? ['', 'failed calls, the first of each kind:', ...examples] : []),
+  ].join('\n');
 }
 
 // --- The run -------------------------------------------------------------------------------------------------
@@ -498,6 +506,14 @@ function account(options: ChaosOptions, redis: ChaosRedis, fleet: Fleet, observe
       p99: Math.round(quantile(durations, 0.99)),
       worst: Math.round(durations.at(-1) ?? 0),
     },
+    slowest: [...results]
+      .sort((a, b) => b.durationMs - a.durationMs)
+      .slice(0, 3)
+      .map(
+        (result) =>
+          `${result.what} sent at ${(result.sentAt / 1000).toFixed(1)} s: ${Math.round(result.durationMs)} ms, ` +
+          `${result.status ?? result.error}`,
+      ),
     upstream: { requests: upstreamTimes.length, maxPerSecond: maxInWindow(upstreamTimes, 1000), refused: observed.refused },
     memory: fleet.instances.map((instance, index) => ({
       name: instance.name,
