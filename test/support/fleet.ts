@@ -17,10 +17,10 @@ import { TEST_CLIENT_ID_KEY } from './config.js';
  * A real fleet on loopback (issue 18, item 7; docs/fleet.md): a Redis (`redis-server`, its own port, no
  * persistence, its own temporary directory), N proxies as production runs them (`node
  * dist/src/bin/start.js`, each with its own service and operator ports, every log and hit line kept),
- * an HAProxy in front that checks `/readyz` (the configuration an operator would write, with short
- * check intervals; or deploy/haproxy.cfg itself, or nginx with deploy/nginx.conf, ports changed), and
- * one upstream every instance shares: the demo upstream behind a counting server that can be stopped
- * and started again on its port, or told to answer otherwise.
+ * an HAProxy in front that checks `/readyz` (deploy/haproxy.cfg itself, its ports changed and its
+ * checks shorter; or nginx with deploy/nginx.conf, its ports changed), and one upstream every
+ * instance shares: the demo upstream behind a counting server that can be stopped and started again
+ * on its port, or told to answer otherwise.
  *
  * redis-server, haproxy and nginx come from Debian (`apt-get install redis-server haproxy nginx`;
  * .ci/run installs them). Without them the fleet's suites are skipped and say what is missing, unless
@@ -524,53 +524,6 @@ export interface HaproxyServer {
   readonly port: number;
 }
 
-/**
- * The configuration an operator would write for the fleet (deploy/haproxy.cfg is the commented one):
- * round robin, `/readyz` checked on the service port, a connection that fails or a response that never
- * starts retried on another instance, and timeouts longer than the proxy's own call deadline.
- */
-export function haproxyConfig(frontPort: number, statsPort: number, servers: readonly HaproxyServer[], checks: HealthChecks): string {
-  return [
-    'global',
-    '  maxconn 4096',
-    '  log stdout format raw local0 info',
-    '',
-    'defaults',
-    '  mode http',
-    '  log global',
-    '  option httplog',
-    '  option dontlognull',
-    '  option forwardfor',
-    '  timeout connect 2s',
-    '  timeout client 60s',
-    '  timeout server 40s',
-    '  timeout http-request 10s',
-    '  timeout http-keep-alive 10s',
-    '  timeout queue 10s',
-    `  timeout check ${checks.timeoutMs}ms`,
-    '  retries 3',
-    '  option redispatch 1',
-    '  retry-on conn-failure empty-response',
-    '',
-    'frontend catalog',
-    `  bind 127.0.0.1:${frontPort}`,
-    '  default_backend catalog-proxies',
-    '',
-    'backend catalog-proxies',
-    '  balance roundrobin',
-    '  option httpchk GET /readyz',
-    '  http-check expect status 200',
-    `  default-server check inter ${checks.interMs}ms fall ${checks.fall} rise ${checks.rise}`,
-    ...servers.map((server) => `  server ${server.name} 127.0.0.1:${server.port}`),
-    '',
-    'listen stats',
-    `  bind 127.0.0.1:${statsPort}`,
-    '  stats enable',
-    '  stats uri /stats',
-    '',
-  ].join('\n');
-}
-
 /** Where the fleet's callers call it: HAProxy or nginx in front of the instances. */
 export interface FleetBalancer {
   readonly kind: 'haproxy' | 'nginx';
@@ -586,8 +539,8 @@ export interface FleetBalancer {
   waitFor(server: string, status: string, timeoutMs?: number): Promise<void>;
 }
 
-/** Which load balancer, and with which configuration: HAProxy generated for the tests, or a shipped file of deploy/. */
-export type FleetBalancerChoice = 'haproxy' | 'deploy/haproxy.cfg' | 'deploy/nginx.conf';
+/** Which load balancer: the shipped configuration of deploy/ it runs, ports changed. */
+export type FleetBalancerChoice = 'deploy/haproxy.cfg' | 'deploy/nginx.conf';
 
 /**
  * `shipped` with `pattern` (a line or lines, anchored with ^ and $ in multiline mode) replaced, which
@@ -680,8 +633,8 @@ export interface FleetOptions {
   readonly config?: Json;
   readonly checks?: HealthChecks;
   /**
-   * In front: HAProxy with the configuration `haproxyConfig` writes (the default), or the shipped
-   * deploy/haproxy.cfg or deploy/nginx.conf with only ports, servers and check timings changed.
+   * In front: HAProxy with deploy/haproxy.cfg (the default) or nginx with deploy/nginx.conf, each as
+   * shipped with only ports, servers, check timings and the log changed.
    */
   readonly balancer?: FleetBalancerChoice;
 }
@@ -766,8 +719,8 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     });
     await Promise.all(instances.map((instance) => instance.start()));
 
-    const choice = options.balancer ?? 'haproxy';
-    const balancer = choice === 'deploy/nginx.conf' ? await startNginx(dir, instances) : await startHaproxy(dir, instances, checks, choice);
+    const balancer =
+      options.balancer === 'deploy/nginx.conf' ? await startNginx(dir, instances) : await startHaproxy(dir, instances, checks);
     stops.push(balancer.kill);
     await Promise.all(instances.map((instance) => balancer.waitFor(instance.name, 'UP')));
 
@@ -800,14 +753,10 @@ async function startHaproxy(
   dir: string,
   instances: readonly FleetInstance[],
   checks: HealthChecks,
-  choice: 'haproxy' | 'deploy/haproxy.cfg',
 ): Promise<FleetBalancer & { kill(): Promise<void> }> {
   if (HAPROXY === null) throw new Error(`${FLEET_MISSING}, but REQUIRE_OTHER_CLIENTS=1`);
   const [frontPort, statsPort] = [await freePort(), await freePort()];
-  const config =
-    choice === 'haproxy'
-      ? haproxyConfig(frontPort, statsPort, instances, checks)
-      : shippedHaproxyConfig(readFileSync(join(ROOT, choice), 'utf8'), frontPort, statsPort, instances, checks);
+  const config = shippedHaproxyConfig(readFileSync(join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8'), frontPort, statsPort, instances, checks);
   const file = join(dir, 'haproxy.cfg');
   writeFileSync(file, config);
   const lines: string[] = [];
