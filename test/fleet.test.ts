@@ -3,8 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
-import type { Catalog } from '../src/demo/catalog.js';
-import { type CallBinding, CALL_BINDINGS, legacyCall } from './support/calls.js';
+import { CALL_BINDINGS, legacyCall } from './support/calls.js';
 import { requireClient } from './support/clients.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import {
@@ -22,6 +21,7 @@ import {
   detectionMs,
   waitUntil,
 } from './support/fleet.js';
+import { API_KEY, type CallSpec, everyCall, nameOf, shed, succeeded, told, unreachableFault } from './support/fleet-calls.js';
 
 /**
  * A real fleet (issue 18, item 7; docs/fleet.md): three proxies as production runs them, Redis and
@@ -34,60 +34,6 @@ import {
 const ROOT = join(import.meta.dirname, '..');
 
 // --- Calls ----------------------------------------------------------------------------------------------
-
-const API_KEY = 'fleet-caller-key';
-
-interface CallSpec {
-  readonly op: string;
-  readonly binding: CallBinding;
-  readonly params: Readonly<Record<string, string>>;
-}
-
-const nameOf = (spec: CallSpec): string => `${spec.op} over ${spec.binding} ${JSON.stringify(spec.params)}`;
-
-/**
- * Every operation over every binding (twenty calls), with a store and a product the demo catalog has:
- * the smallest store, and a search of 30 items rather than the largest pages, so that two cores shared
- * with the rest of the suite carry 200 calls a second.
- */
-function everyCall(catalog: Catalog): CallSpec[] {
-  const designs = (storeId: string): number => catalog.designs.filter((design) => design.store.id === storeId).length;
-  const storeId = catalog.stores.map((store) => store.id).sort((a, b) => designs(a) - designs(b))[0]!;
-  const productNumber = String(catalog.designs[42]!.products[0]!.productNumber);
-  const operations: readonly [string, Record<string, string>][] = [
-    ['Search', { query: 'love', apiKey: API_KEY }],
-    ['AdvancedSearch', { query: 'dog', apiKey: API_KEY, productTypes: 'Mug', startResults: '5', maxResults: '10', sort: 'by-date-desc' }],
-    ['StoreLookup', { storeId, apiKey: API_KEY }],
-    ['StoreLookupPaged', { storeId, apiKey: API_KEY, pageIndex: '0', pageSize: '10' }],
-    ['ProductLookup', { productNumber, apiKey: API_KEY }],
-  ];
-  return operations.flatMap(([op, params]) => CALL_BINDINGS.map((binding) => ({ op, binding, params })));
-}
-
-/** The operation's result, as its binding frames it (docs/wire.md §4). */
-function succeeded(spec: CallSpec, result: CallResult): boolean {
-  if (result.status !== 200 || !result.body.includes('<searchResultSet ') || !result.body.includes('</searchResultSet>')) return false;
-  if (spec.binding === 'soap11' || spec.binding === 'soap12') return result.body.includes(`<${spec.op}Result>`);
-  return true;
-}
-
-/** ASP.NET's 503 Server Too Busy with Retry-After: a call shed, which a legacy client retries. */
-function shed(result: CallResult): boolean {
-  return result.status === 503 && /^\d+$/.test(result.headers?.get('retry-after') ?? '');
-}
-
-/** The legacy fault for an upstream that cannot be connected to, as each binding says it (docs/wire.md §5). */
-function unreachableFault(spec: CallSpec, result: CallResult): boolean {
-  if (result.status !== 500) return false;
-  if (spec.binding === 'httpGet' || spec.binding === 'httpPost') return result.body === 'Unable to connect to the remote server\r\n';
-  return result.body.includes('Server was unable to process request. ---&gt; Unable to connect to the remote server</');
-}
-
-/** A line per call for a failure message: what, when, and what came back. */
-function told(result: CallResult): string {
-  const reply = result.status === null ? result.error : `${result.status} ${result.body.slice(0, 160).replace(/\s+/g, ' ')}`;
-  return `${result.what} sent at ${Math.round(result.sentAt)} ms, ${Math.round(result.durationMs)} ms: ${reply}`;
-}
 
 /** `perSecond` calls through the fleet's HAProxy, drawn in turn from `specs`; `stop` gives their results. */
 function loadOf(fleet: Fleet, perSecond: number, specs: readonly CallSpec[] | ((index: number) => CallSpec)) {
@@ -111,6 +57,7 @@ async function callOnce(base: string, spec: CallSpec): Promise<CallResult> {
   const started = performance.now();
   const result = {
     what: nameOf(spec),
+    index: 0,
     sentAt: 0,
     status: null as number | null,
     headers: null as Headers | null,

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, type OutgoingHttpHeaders, request, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { basename, delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { loadConfig } from '../../src/config/load.js';
@@ -17,12 +17,13 @@ import { TEST_CLIENT_ID_KEY } from './config.js';
  * A real fleet on loopback (issue 18, item 7; docs/fleet.md): a Redis (`redis-server`, its own port, no
  * persistence, its own temporary directory), N proxies as production runs them (`node
  * dist/src/bin/start.js`, each with its own service and operator ports, every log and hit line kept),
- * an HAProxy in front that checks `/readyz` (the configuration an operator would write, with short
- * check intervals), and one upstream every instance shares: the demo upstream behind a counting
- * server that can be stopped and started again on its port, or told to answer otherwise.
+ * an HAProxy in front that checks `/readyz` (deploy/haproxy.cfg itself, its ports changed and its
+ * checks shorter; or nginx with deploy/nginx.conf, its ports changed), and one upstream every
+ * instance shares: the demo upstream behind a counting server that can be stopped and started again
+ * on its port, or told to answer otherwise.
  *
- * redis-server and haproxy come from Debian (`apt-get install redis-server haproxy`; .ci/run installs
- * them). Without them the fleet's suites are skipped and say what is missing, unless
+ * redis-server, haproxy and nginx come from Debian (`apt-get install redis-server haproxy nginx`;
+ * .ci/run installs them). Without them the fleet's suites are skipped and say what is missing, unless
  * REQUIRE_OTHER_CLIENTS=1 (CI), which makes them fail. `npm test` builds dist/ first; a test file run
  * on its own needs `npm run build` before.
  *
@@ -30,7 +31,15 @@ import { TEST_CLIENT_ID_KEY } from './config.js';
  * `onTestFinished`, so that a failed or timed-out test leaves nothing running; every wait is bounded.
  */
 
-const MAIN = join(import.meta.dirname, '..', '..', 'dist', 'src', 'bin', 'start.js');
+/**
+ * The project's root: this file runs from test/support under vitest, and from dist/test/support when
+ * `npm run chaos` (bench/chaos.ts) runs it compiled.
+ */
+const ROOT =
+  basename(dirname(dirname(import.meta.dirname))) === 'dist'
+    ? join(import.meta.dirname, '..', '..', '..')
+    : join(import.meta.dirname, '..', '..');
+const MAIN = join(ROOT, 'dist', 'src', 'bin', 'start.js');
 
 // --- What the fleet needs ------------------------------------------------------------------------------
 
@@ -47,6 +56,7 @@ function findBinary(name: string, variable: string): string | null {
 
 const REDIS_SERVER = findBinary('redis-server', 'REDIS_SERVER');
 const HAPROXY = findBinary('haproxy', 'HAPROXY');
+const NGINX = findBinary('nginx', 'NGINX');
 
 /** What is missing for a fleet, in words; null when nothing is. */
 export const FLEET_MISSING: string | null = (() => {
@@ -57,6 +67,9 @@ export const FLEET_MISSING: string | null = (() => {
 
 /** For `describe.skipIf`: skipped without the binaries, unless REQUIRE_OTHER_CLIENTS=1. */
 export const skipFleetSuite = skipClientSuite(FLEET_MISSING === null);
+
+/** What is missing for a fleet behind nginx (deploy/nginx.conf), in words; null when nothing is. */
+export const NGINX_MISSING: string | null = NGINX === null ? 'nginx is not installed (apt-get install nginx)' : null;
 
 /** The path of the haproxy binary, for checking a configuration file with `haproxy -c`. */
 export function haproxyBinary(): string {
@@ -404,6 +417,8 @@ export interface FleetInstance {
   kill(): Promise<void>;
   /** The value of an unlabelled metric on its operator port's /metrics; undefined when absent. */
   metric(name: string): Promise<number | undefined>;
+  /** The process id of the run now going, for reading its memory in /proc; undefined when not running. */
+  pid(): number | undefined;
 }
 
 interface InstanceSettings {
@@ -467,6 +482,7 @@ async function createInstance({ name, env, stopWithinMs }: InstanceSettings): Pr
     async kill() {
       await killChild(child);
     },
+    pid: () => (running() ? child?.process.pid : undefined),
     async metric(metricName) {
       const text = await (await fetch(`${instance.adminUrl}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
       const line = text.split('\n').find((row) => row.startsWith(`${metricName} `));
@@ -508,63 +524,104 @@ export interface HaproxyServer {
   readonly port: number;
 }
 
-/**
- * The configuration an operator would write for the fleet (deploy/haproxy.cfg is the commented one):
- * round robin, `/readyz` checked on the service port, a connection that fails or a response that never
- * starts retried on another instance, and timeouts longer than the proxy's own call deadline.
- */
-export function haproxyConfig(frontPort: number, statsPort: number, servers: readonly HaproxyServer[], checks: HealthChecks): string {
-  return [
-    'global',
-    '  maxconn 4096',
-    '  log stdout format raw local0 info',
-    '',
-    'defaults',
-    '  mode http',
-    '  log global',
-    '  option httplog',
-    '  option dontlognull',
-    '  option forwardfor',
-    '  timeout connect 2s',
-    '  timeout client 60s',
-    '  timeout server 40s',
-    '  timeout http-request 10s',
-    '  timeout http-keep-alive 10s',
-    '  timeout queue 10s',
-    `  timeout check ${checks.timeoutMs}ms`,
-    '  retries 3',
-    '  option redispatch 1',
-    '  retry-on conn-failure empty-response',
-    '',
-    'frontend catalog',
-    `  bind 127.0.0.1:${frontPort}`,
-    '  default_backend catalog-proxies',
-    '',
-    'backend catalog-proxies',
-    '  balance roundrobin',
-    '  option httpchk GET /readyz',
-    '  http-check expect status 200',
-    `  default-server check inter ${checks.interMs}ms fall ${checks.fall} rise ${checks.rise}`,
-    ...servers.map((server) => `  server ${server.name} 127.0.0.1:${server.port}`),
-    '',
-    'listen stats',
-    `  bind 127.0.0.1:${statsPort}`,
-    '  stats enable',
-    '  stats uri /stats',
-    '',
-  ].join('\n');
-}
-
-export interface FleetHaproxy {
+/** Where the fleet's callers call it: HAProxy or nginx in front of the instances. */
+export interface FleetBalancer {
+  readonly kind: 'haproxy' | 'nginx';
   /** `http://127.0.0.1:PORT`: where callers call the fleet. */
   readonly url: string;
+  /** The configuration it runs (for nginx, the http-context file of deploy/nginx.conf). */
   readonly config: string;
-  /** Its log: one line per request (`option httplog`), and its own warnings (a server DOWN or UP). */
+  /** Its log: HAProxy's one line per request (`option httplog`) and its warnings (a server DOWN or UP); nginx's errors. */
   readonly lines: string[];
-  /** Each server's status as the stats page says it: `UP`, `DOWN`, `UP 1/2` (going down), `DOWN 1/2` (going up), … */
+  /** Each server's status as HAProxy's stats page says it: `UP`, `DOWN`, `UP 1/2` (going down), …; nginx shows none: `{}`. */
   statuses(): Promise<Record<string, string>>;
-  /** Until `server` is `status` (`UP`, `DOWN`). */
+  /** Until `server` is `status` (`UP`, `DOWN`). nginx checks nothing and only sends again: `UP` at once, anything else refused. */
   waitFor(server: string, status: string, timeoutMs?: number): Promise<void>;
+}
+
+/** Which load balancer: the shipped configuration of deploy/ it runs, ports changed. */
+export type FleetBalancerChoice = 'deploy/haproxy.cfg' | 'deploy/nginx.conf';
+
+/**
+ * `shipped` with `pattern` (a line or lines, anchored with ^ and $ in multiline mode) replaced, which
+ * must match exactly once: a shipped file that no longer has the line fails here, rather than being
+ * run with the change not made.
+ */
+function substituteOnce(shipped: string, file: string, pattern: RegExp, replacement: string): string {
+  const found = shipped.match(new RegExp(pattern.source, 'gm'))?.length ?? 0;
+  if (found !== 1) throw new Error(`${file}: ${pattern} matches ${found} times, expected once`);
+  return shipped.replace(new RegExp(pattern.source, 'm'), replacement);
+}
+
+/**
+ * deploy/haproxy.cfg as shipped (issue 30, item 1: the file operators install is the one tested), with
+ * only what a fleet on loopback must change: the front's address, the servers (the instances' names
+ * and ports), the health checks' timings (`checks`: the shipped ones take 6 s to notice a stop), and
+ * the log (stdout, which the harness keeps, rather than a syslog socket there may not be). A stats
+ * listener is added, where the harness reads each server's state; nothing else differs.
+ */
+export function shippedHaproxyConfig(
+  shipped: string,
+  frontPort: number,
+  statsPort: number,
+  servers: readonly HaproxyServer[],
+  checks: HealthChecks,
+): string {
+  const file = 'deploy/haproxy.cfg';
+  let config = substituteOnce(shipped, file, /^([ \t]*)log \/dev\/log local0$/, '$1log stdout format raw local0 info');
+  config = substituteOnce(config, file, /^([ \t]*)bind :80$/, `$1bind 127.0.0.1:${frontPort}`);
+  config = substituteOnce(config, file, /^([ \t]*)timeout check \S+$/, `$1timeout check ${checks.timeoutMs}ms`);
+  config = substituteOnce(
+    config,
+    file,
+    /^([ \t]*)default-server check inter \S+ fall \d+ rise \d+$/,
+    `$1default-server check inter ${checks.interMs}ms fall ${checks.fall} rise ${checks.rise}`,
+  );
+  const serverLines = servers.map((server) => `  server ${server.name} 127.0.0.1:${server.port}\n`).join('');
+  config = substituteOnce(config, file, /^([ \t]*server \S+ \S+\n)+/, serverLines);
+  return [config.trimEnd(), '', 'listen stats', `  bind 127.0.0.1:${statsPort}`, '  stats enable', '  stats uri /stats', ''].join('\n');
+}
+
+/**
+ * deploy/nginx.conf as shipped, with only the front's address and the servers' ports changed (each
+ * server keeps its `max_fails` and `fail_timeout`): the http-context file an operator puts in
+ * /etc/nginx/conf.d/.
+ */
+export function shippedNginxConfig(shipped: string, frontPort: number, servers: readonly HaproxyServer[]): string {
+  const file = 'deploy/nginx.conf';
+  const config = substituteOnce(shipped, file, /^([ \t]*)listen 80;$/, `$1listen 127.0.0.1:${frontPort};`);
+  const serverLine = /^([ \t]*server )127\.0\.0\.1:\d+( [^;\n]*;)$/gm;
+  const found = config.match(serverLine)?.length ?? 0;
+  if (found !== servers.length) throw new Error(`${file}: ${found} server lines, expected ${servers.length}, one per instance`);
+  const ports = servers.map((server) => server.port);
+  return config.replace(serverLine, (_, head: string, tail: string) => `${head}127.0.0.1:${ports.shift()}${tail}`);
+}
+
+/**
+ * The main file around the shipped http-context one, as Debian's /etc/nginx/nginx.conf is around
+ * conf.d/, but for a test: in the foreground, one process without a master (a SIGKILL leaves no
+ * worker behind, and one process is enough on two cores), errors to stderr, no access log, and its
+ * temporary files in the fleet's directory.
+ */
+function nginxMainConfig(dir: string, httpFile: string): string {
+  const temp = (name: string): string => join(dir, 'nginx', name);
+  return [
+    'daemon off;',
+    'master_process off;',
+    `pid ${join(dir, 'nginx', 'nginx.pid')};`,
+    'error_log stderr warn;',
+    'events { worker_connections 4096; }',
+    'http {',
+    '  access_log off;',
+    `  client_body_temp_path ${temp('client_body')};`,
+    `  proxy_temp_path ${temp('proxy')};`,
+    `  fastcgi_temp_path ${temp('fastcgi')};`,
+    `  uwsgi_temp_path ${temp('uwsgi')};`,
+    `  scgi_temp_path ${temp('scgi')};`,
+    `  include ${httpFile};`,
+    '}',
+    '',
+  ].join('\n');
 }
 
 // --- The fleet -------------------------------------------------------------------------------------------
@@ -575,15 +632,20 @@ export interface FleetOptions {
   /** The configuration file every instance is given (CONFIG_FILE), merged over the fleet's own settings. */
   readonly config?: Json;
   readonly checks?: HealthChecks;
+  /**
+   * In front: HAProxy with deploy/haproxy.cfg (the default) or nginx with deploy/nginx.conf, each as
+   * shipped with only ports, servers, check timings and the log changed.
+   */
+  readonly balancer?: FleetBalancerChoice;
 }
 
 export interface Fleet {
-  /** Through HAProxy. */
+  /** Through the load balancer. */
   readonly url: string;
   readonly instances: readonly FleetInstance[];
   readonly redis: FleetRedis;
   readonly upstream: FleetUpstream;
-  readonly haproxy: FleetHaproxy;
+  readonly balancer: FleetBalancer;
   /** `server.drainDelayMs` of every instance. */
   readonly drainDelayMs: number;
   /**
@@ -608,7 +670,8 @@ function fleetConfig(checks: HealthChecks): { readonly drainDelayMs: number; rea
   return { drainDelayMs, config: { server: { drainDelayMs, trustProxy: 1, maxConcurrentCalls: 1024 } } };
 }
 
-function mergeJson(base: Json, over: Json): Json {
+/** `over` merged into `base`, object by object; anything else in `over` replaces what `base` has. */
+export function mergeJson(base: Json, over: Json): Json {
   if (
     typeof base !== 'object' ||
     base === null ||
@@ -656,25 +719,26 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     });
     await Promise.all(instances.map((instance) => instance.start()));
 
-    const haproxy = await startHaproxy(dir, instances, checks);
-    stops.push(haproxy.kill);
-    await Promise.all(instances.map((instance) => haproxy.waitFor(instance.name, 'UP')));
+    const balancer =
+      options.balancer === 'deploy/nginx.conf' ? await startNginx(dir, instances) : await startHaproxy(dir, instances, checks);
+    stops.push(balancer.kill);
+    await Promise.all(instances.map((instance) => balancer.waitFor(instance.name, 'UP')));
 
     return {
-      url: haproxy.url,
+      url: balancer.url,
       instances,
       redis,
       upstream,
-      haproxy,
+      balancer,
       drainDelayMs,
       async restart(index) {
         const instance = instances[index]!;
         const stopping = performance.now();
         const exitCode = await instance.terminate();
         const stopMs = performance.now() - stopping;
-        const statusAtExit = (await haproxy.statuses())[instance.name] ?? 'unknown';
+        const statusAtExit = (await balancer.statuses())[instance.name] ?? 'unknown';
         await instance.start();
-        await haproxy.waitFor(instance.name, 'UP');
+        await balancer.waitFor(instance.name, 'UP');
         return { exitCode, statusAtExit, stopMs };
       },
       stop,
@@ -689,14 +753,18 @@ async function startHaproxy(
   dir: string,
   instances: readonly FleetInstance[],
   checks: HealthChecks,
-): Promise<FleetHaproxy & { kill(): Promise<void> }> {
+): Promise<FleetBalancer & { kill(): Promise<void> }> {
   if (HAPROXY === null) throw new Error(`${FLEET_MISSING}, but REQUIRE_OTHER_CLIENTS=1`);
   const [frontPort, statsPort] = [await freePort(), await freePort()];
-  const config = haproxyConfig(frontPort, statsPort, instances, checks);
+  const config = shippedHaproxyConfig(readFileSync(join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8'), frontPort, statsPort, instances, checks);
   const file = join(dir, 'haproxy.cfg');
   writeFileSync(file, config);
   const lines: string[] = [];
-  const child = track(spawnChild(HAPROXY, ['-db', '-f', file], { PATH: process.env.PATH }, (line) => lines.push(line)));
+  // -n: at most 4096 connections, whatever the file says. The shipped `maxconn 20000` needs some 40,000
+  // file descriptors, more than a test machine may let it have (this one: 20,000, which haproxy refuses
+  // to start with); the command line lowers it and leaves the file as shipped.
+  const args = ['-db', '-n', '4096', '-f', file];
+  const child = track(spawnChild(HAPROXY, args, { PATH: process.env.PATH }, (line) => lines.push(line)));
   const statuses = async (): Promise<Record<string, string>> => {
     const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`, { signal: AbortSignal.timeout(2000) })).text();
     const rows = csv.split('\n').map((row) => row.split(','));
@@ -707,6 +775,7 @@ async function startHaproxy(
     );
   };
   const haproxy = {
+    kind: 'haproxy' as const,
     url: `http://127.0.0.1:${frontPort}`,
     config,
     lines,
@@ -726,12 +795,51 @@ async function startHaproxy(
   return haproxy;
 }
 
+/** nginx with deploy/nginx.conf as shipped (ports changed), in front of `instances`; resolves once it answers. */
+async function startNginx(dir: string, instances: readonly FleetInstance[]): Promise<FleetBalancer & { kill(): Promise<void> }> {
+  if (NGINX === null) throw new Error(`${NGINX_MISSING}, but REQUIRE_OTHER_CLIENTS=1`);
+  const frontPort = await freePort();
+  const config = shippedNginxConfig(readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8'), frontPort, instances);
+  const home = join(dir, 'nginx');
+  mkdirSync(home);
+  // Should nginx run its worker as another user (started as root), it must still write its temporary files.
+  for (const name of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(home, name), { mode: 0o777 });
+  chmodSync(dir, 0o755);
+  const httpFile = join(home, 'catalog-proxy.conf');
+  writeFileSync(httpFile, config);
+  const mainFile = join(home, 'nginx.conf');
+  writeFileSync(mainFile, nginxMainConfig(dir, httpFile));
+  const lines: string[] = [];
+  // -e: its error log before it has read the configuration, which would otherwise be /var/log/nginx.
+  const args = ['-p', home, '-c', mainFile, '-e', 'stderr'];
+  const child = track(spawnChild(NGINX, args, { PATH: process.env.PATH }, (line) => lines.push(line)));
+  const url = `http://127.0.0.1:${frontPort}`;
+  await waitUntil(`nginx on port ${frontPort}`, async () => {
+    if (child.process.exitCode !== null) throw new GaveUp(`nginx exited: ${lines.slice(-5).join(' | ')}`);
+    return (await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2000) })).status === 200;
+  });
+  return {
+    kind: 'nginx',
+    url,
+    config,
+    lines,
+    statuses: async () => ({}),
+    async waitFor(server: string, status: string) {
+      // nginx has no state to wait for: it sends to a server again once its fail_timeout has passed.
+      if (status !== 'UP') throw new Error(`nginx keeps no status of ${server} to wait for (${status})`);
+    },
+    kill: () => killChild(child),
+  };
+}
+
 // --- Calls and load ----------------------------------------------------------------------------------------
 
 /** One call's outcome as the load generator saw it. */
 export interface CallResult {
   /** What was called, e.g. `Search over soap11`. */
   readonly what: string;
+  /** Its number in the load, counted from 0 (what `next` was given). */
+  readonly index: number;
   /** When it was sent, ms since the load started. */
   readonly sentAt: number;
   readonly durationMs: number;
@@ -769,6 +877,7 @@ export function startLoad(
     const done = (async () => {
       const result = {
         what,
+        index,
         sentAt,
         status: null as number | null,
         headers: null as Headers | null,
