@@ -1,8 +1,18 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type ChaosBalancer, type ChaosKills, chaosTable, missedTargets, runChaos } from '../test/support/chaos.js';
+import {
+  type ChaosBalancer,
+  type ChaosKills,
+  type ChaosRedis,
+  chaosTable,
+  missedTargets,
+  runChaos,
+  SINGLE_REDIS,
+  sentinelRedis,
+} from '../test/support/chaos.js';
 import { FLEET_MISSING, NGINX_MISSING } from '../test/support/fleet.js';
+import { SENTINEL_MISSING, sentinelsAvailable } from '../test/support/redis-sentinel.js';
 import { RESULTS } from './children.js';
 
 /**
@@ -12,8 +22,11 @@ import { RESULTS } from './children.js';
  * what the callers got against the targets, writes it to bench/results/chaos.md, and exits 1 when a
  * target is missed (2 when redis-server, haproxy or nginx is missing).
  *
- *   npm run chaos -- --seconds 120 --rate 200 --balancer nginx --kill instances,redis
+ *   npm run chaos -- --seconds 120 --rate 200 --balancer nginx --kill instances,redis --redis single
  *   CHAOS_SECONDS=120 CHAOS_BALANCER=nginx npm run chaos
+ *
+ * Redis is Redis with Sentinel (one master, one replica, three sentinels; the master killed fails over)
+ * unless `--redis single` (one redis-server, killed and started again empty).
  *
  * A flag wins over its variable.
  */
@@ -25,6 +38,7 @@ const { values } = parseArgs({
     balancer: { type: 'string', default: process.env.CHAOS_BALANCER ?? 'haproxy' },
     kill: { type: 'string', default: process.env.CHAOS_KILL ?? 'instances,redis,upstream' },
     'new-searches': { type: 'string', default: process.env.CHAOS_NEW_SEARCHES ?? '5' },
+    redis: { type: 'string', default: process.env.CHAOS_REDIS ?? 'sentinel' },
   },
 });
 
@@ -53,23 +67,33 @@ async function main(): Promise<void> {
   const balancer = balancerOf(values.balancer);
   const kills = killsOf(values.kill);
   const newSearches = Number(values['new-searches']);
-  const missing = [FLEET_MISSING, balancer === 'nginx' ? NGINX_MISSING : null].filter((what) => what !== null);
+  if (values.redis !== 'sentinel' && values.redis !== 'single') throw new Error(`--redis is sentinel or single, not ${values.redis}`);
+  const missing = [
+    FLEET_MISSING,
+    balancer === 'nginx' ? NGINX_MISSING : null,
+    values.redis === 'sentinel' && !sentinelsAvailable ? SENTINEL_MISSING : null,
+  ].filter((what) => what !== null);
   if (missing.length > 0) {
     process.stderr.write(`npm run chaos: ${missing.join('; ')}\n`);
     process.exitCode = 2;
     return;
   }
-  const report = await runChaos({
-    seconds,
-    rate,
-    balancer,
-    kills,
-    newSearchesPerSecond: newSearches,
-    // Under the gateway's 20 a second, as test/budget.test.ts holds it (12 a second and 4 at once),
-    // leaving room for one burst more when Redis comes back empty; each instance spends a third alone.
-    budget: { requestsPerSecond: 12, burst: 4, gatewayQps: 20 },
-    say: (line) => process.stderr.write(`${line}\n`),
-  });
+  const sentinel = values.redis === 'sentinel' ? await sentinelRedis() : null;
+  const redis: ChaosRedis = sentinel ?? SINGLE_REDIS;
+  const report = await runChaos(
+    {
+      seconds,
+      rate,
+      balancer,
+      kills,
+      newSearchesPerSecond: newSearches,
+      // Under the gateway's 20 a second, as test/budget.test.ts holds it (12 a second and 4 at once),
+      // leaving room for one burst more when Redis comes back empty; each instance spends a third alone.
+      budget: { requestsPerSecond: 12, burst: 4, gatewayQps: 20 },
+      say: (line) => process.stderr.write(`${line}\n`),
+    },
+    redis,
+  ).finally(() => sentinel?.stop());
   const table = `${chaosTable(report)}\n`;
   process.stdout.write(table);
   mkdirSync(RESULTS, { recursive: true });

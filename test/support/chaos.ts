@@ -3,6 +3,7 @@ import type { Json } from '../../src/config/validate.js';
 import { CALL_BINDINGS, legacyCall } from './calls.js';
 import { type CallResult, type Fleet, type FleetOptions, masheryQpsLimit, mergeJson, startFleet, startLoad, waitUntil } from './fleet.js';
 import { API_KEY, type CallSpec, everyCall, shed, succeeded, told, upstreamDownFault } from './fleet-calls.js';
+import { startSentinels } from './redis-sentinel.js';
 
 /**
  * The chaos engine (issue 30, items 1 and 5): a fleet on loopback (test/support/fleet.ts: three
@@ -127,6 +128,40 @@ export const SINGLE_REDIS: ChaosRedis = {
   killMaster: (fleet) => fleet.redis.kill(),
   recover: (fleet) => fleet.redis.start(),
 };
+
+/**
+ * Redis with Sentinel (test/support/redis-sentinel.ts), as a fleet that survives its Redis runs it: one
+ * master, one replica, three sentinels. The master is SIGKILLed, the sentinels promote the replica, and
+ * the old master comes back empty as the new one's replica, so that the next kill fails over again.
+ */
+export async function sentinelRedis(): Promise<ChaosRedis & { stop(): Promise<void> }> {
+  const set = await startSentinels();
+  let killed: number | null = null;
+  return {
+    description: 'Redis with Sentinel: the master SIGKILLed, the replica promoted, the old master back as its replica',
+    fleetOptions: {
+      redisEnv: {
+        REDIS_SENTINELS: set.sentinels.join(','),
+        REDIS_MASTER_NAME: set.masterName,
+        REDIS_PASSWORD: set.password,
+        REDIS_SENTINEL_PASSWORD: set.sentinelPassword,
+      },
+    },
+    async killMaster() {
+      killed = await set.killMaster();
+    },
+    async recover() {
+      if (killed === null) return;
+      await set.failedOver(killed, SENTINEL_FAILOVER_WAIT_MS);
+      await set.rejoin(killed);
+      killed = null;
+    },
+    stop: () => set.stop(),
+  };
+}
+
+/** How long the sentinels may take to promote the replica: their down-after, their vote, and some. */
+const SENTINEL_FAILOVER_WAIT_MS = 15_000;
 
 // --- The report ----------------------------------------------------------------------------------------------
 
@@ -370,7 +405,7 @@ export async function runChaos(options: ChaosOptions, redis: ChaosRedis = SINGLE
             await redis.killMaster(fleet);
             await sleep(REDIS_DOWN_MS);
             await redis.recover(fleet);
-            event('Redis master back');
+            event('Redis has a master again');
           })(),
         );
       } else {

@@ -637,6 +637,11 @@ export interface FleetOptions {
    * shipped with only ports, servers, check timings and the log changed.
    */
   readonly balancer?: FleetBalancerChoice;
+  /**
+   * How the instances reach Redis, in place of `REDIS_URL` of the fleet's own redis-server (which is
+   * then started but not used): Redis Sentinel's variables, say.
+   */
+  readonly redisEnv?: Readonly<Record<string, string>>;
 }
 
 export interface Fleet {
@@ -708,7 +713,12 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     const { drainDelayMs, config } = fleetConfig(checks);
     const configFile = join(dir, 'proxy.json');
     writeFileSync(configFile, JSON.stringify(mergeJson(config, options.config ?? {})));
-    const env = { UPSTREAM_URL: upstream.url, REDIS_URL: redis.url, CLIENT_ID_KEY: TEST_CLIENT_ID_KEY, CONFIG_FILE: configFile };
+    const env = {
+      UPSTREAM_URL: upstream.url,
+      ...(options.redisEnv ?? { REDIS_URL: redis.url }),
+      CLIENT_ID_KEY: TEST_CLIENT_ID_KEY,
+      CONFIG_FILE: configFile,
+    };
     const instances = await Promise.all(
       Array.from({ length: options.instances ?? 3 }, (_, index) =>
         createInstance({ name: `proxy${index}`, env, stopWithinMs: drainDelayMs + 40_000 }),

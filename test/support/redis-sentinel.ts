@@ -38,6 +38,11 @@ export interface SentinelSet {
   killMaster(): Promise<number>;
   /** The port of the new master once a sentinel names another than `old` and it says it is a master; rejects after `timeoutMs`. */
   failedOver(old: number, timeoutMs: number): Promise<number>;
+  /**
+   * Starts the server on `port` again (a master killed), empty, as a replica of the master now, and
+   * resolves once it is in sync: the set can fail over again.
+   */
+  rejoin(port: number): Promise<void>;
   /** A plain client of the Redis server on `port`, with its password; the caller disconnects it. */
   client(port: number): Redis;
   stop(): Promise<void>;
@@ -58,7 +63,7 @@ export async function startSentinels(
     const [masterPort, replicaPort, ...sentinelPorts] = await Promise.all(Array.from({ length: 5 }, () => freePort()));
     const server = (port: number, extra: readonly string[]): Promise<void> => {
       const own = join(dir, String(port));
-      mkdirSync(own);
+      mkdirSync(own, { recursive: true });
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', own];
       // Each may be master or replica: the same password both ways; a replica syncs at once (7.0 waits 5 s).
       const auth = ['--requirepass', password, '--masterauth', password, '--repl-diskless-sync-delay', '0'];
@@ -162,6 +167,17 @@ export async function startSentinels(
           return now !== old && (await roleOf(now)) === 'master';
         });
         return now;
+      },
+      async rejoin(port) {
+        await server(port, ['--replicaof', '127.0.0.1', String(await masterOf())]);
+        await until(`the server on ${port} to sync as a replica`, 20_000, async () => {
+          const rejoined = client(port);
+          try {
+            return /master_link_status:up/.test(await rejoined.info('replication'));
+          } finally {
+            rejoined.disconnect();
+          }
+        });
       },
       client,
       stop,
