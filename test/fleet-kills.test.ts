@@ -64,23 +64,21 @@ function expectNothingLost(report: ChaosReport): void {
   expect(report.balancerRetries).toBeGreaterThan(0);
 }
 
-describe.skipIf(!CHAOS_TESTS || skipClientSuite(HAPROXY_MISSING === null))('instances SIGKILLed under load behind HAProxy', () => {
-  beforeAll(() => requireClient(HAPROXY_MISSING === null, HAPROXY_MISSING ?? ''));
+const BALANCERS = [
+  { balancer: 'haproxy', label: 'HAProxy', file: 'deploy/haproxy.cfg', missing: HAPROXY_MISSING },
+  { balancer: 'nginx', label: 'nginx', file: 'deploy/nginx.conf', missing: NGINX_FLEET_MISSING },
+] as const;
 
-  it(`deploy/haproxy.cfg as shipped, ${RATE} calls/s of every operation × binding for ${SECONDS} s, an instance SIGKILLed every 10 s: ` +
-    'no call fails; calls without a hit, or with two, at most the kills', async () => {
-    expectNothingLost(await killsOnly('haproxy'));
-  }, 150_000);
-});
+for (const { balancer, label, file, missing } of BALANCERS) {
+  describe.skipIf(!CHAOS_TESTS || skipClientSuite(missing === null))(`instances SIGKILLed under load behind ${label}`, () => {
+    beforeAll(() => requireClient(missing === null, missing ?? ''));
 
-describe.skipIf(!CHAOS_TESTS || skipClientSuite(NGINX_FLEET_MISSING === null))('instances SIGKILLed under load behind nginx', () => {
-  beforeAll(() => requireClient(NGINX_FLEET_MISSING === null, NGINX_FLEET_MISSING ?? ''));
-
-  it(`deploy/nginx.conf as shipped, ${RATE} calls/s of every operation × binding for ${SECONDS} s, an instance SIGKILLed every 10 s: ` +
-    'no call fails; calls without a hit, or with two, at most the kills', async () => {
-    expectNothingLost(await killsOnly('nginx'));
-  }, 150_000);
-});
+    it(`${file} as shipped, ${RATE} calls/s of every operation × binding for ${SECONDS} s, an instance SIGKILLed every 10 s: ` +
+      'no call fails; calls without a hit, or with two, at most the kills', async () => {
+      expectNothingLost(await killsOnly(balancer));
+    }, 150_000);
+  });
+}
 
 // --- What the runs above rest on (no fleet) -------------------------------------------------------------
 

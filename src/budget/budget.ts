@@ -295,7 +295,7 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
   async function giveBack(key: string, budget: Settings, { shared: fromShared, slot }: { shared: boolean; slot: number }): Promise<void> {
     const intervalMs = 1000 / budget.requestsPerSecond;
     const given = fromShared
-      ? await shared.run(
+      ? (await shared.run(
           'budget',
           (redis) =>
             commands(redis).upstreamBudgetGiveBack(
@@ -305,9 +305,9 @@ export function createBudget({ settings, shared, registry, log, fingerprintOf }:
               String(intervalMs * budget.burst + budget.maxWaitMs),
             ),
           () => 0,
-        )
+        )) === 1
       : giveBackLocal(key, budget, slot);
-    if (given === 1 || given === true) metrics?.givenBack.inc();
+    if (given) metrics?.givenBack.inc();
   }
 
   /** The key is over its limits at the gateway: paused here at once, and for the fleet. */

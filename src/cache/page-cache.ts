@@ -280,10 +280,9 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
       return fetched;
     }
     const token = randomUUID();
-    const { lockTtlMs } = settings().cache;
-    if (!(await fleet.lock(key, token, lockTtlMs))) {
-      // Never longer than a lock lives: a holder killed mid-fetch delays the others at most its lock's TTL.
-      const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, Math.min(FLEET_WAIT_MS, lockTtlMs), options.signal);
+    if (!(await fleet.lock(key, token, settings().cache.lockTtlMs))) {
+      // Also over once the lock is gone: a holder killed mid-fetch delays the others at most its lock's TTL.
+      const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, FLEET_WAIT_MS, options.signal);
       if (landed !== null && landed.rootName === config.upstream.answers[request.path].root) {
         memory.set(key, landed);
         return { page: pageOf(landed), result: 'coalesced' };

@@ -76,7 +76,7 @@ export function traceDescription(
   kind: string,
   status: number,
 ): void {
-  const parent = tracing.propagator.extract(ROOT_CONTEXT, headers, HEADER_GETTER);
+  const parent = callerContext(tracing, headers);
   tracing.tracer
     .startSpan(
       `${method} ${path} ${kind}`,
