@@ -60,6 +60,8 @@ function expectNothingLost(report: ChaosReport): void {
   expect(report.calls).toBeGreaterThan(SECONDS * RATE * 0.9);
   expect(report.hitsMissing).toBeLessThanOrEqual(report.kills.instance);
   expect(report.replays).toBeLessThanOrEqual(report.kills.instance);
+  // Its HTTP GET calls carry the caller's key in their query, which the load balancer's log leaves out.
+  expect(report.balancerKeyLines).toBe(0);
   // The kills were felt: calls the load balancer sent to a killed instance went to another one.
   expect(report.balancerRetries).toBeGreaterThan(0);
 }
@@ -127,23 +129,29 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
     });
   });
 
-  it("deploy/nginx.conf: only the front and the servers' ports changed", () => {
-    const config = shippedNginxConfig(shipped('nginx.conf'), 40000, SERVERS);
+  it("deploy/nginx.conf: only the front, the servers' ports and the logs' files changed", () => {
+    const config = shippedNginxConfig(shipped('nginx.conf'), 40000, SERVERS, '/tmp/fleet/nginx/access.log');
     expect(changedLines(shipped('nginx.conf'), config)).toEqual({
       removed: [
         'server 127.0.0.1:8081 max_fails=1 fail_timeout=10s;',
         'server 127.0.0.1:8082 max_fails=1 fail_timeout=10s;',
         'server 127.0.0.1:8083 max_fails=1 fail_timeout=10s;',
         'listen 80;',
+        'access_log /var/log/nginx/catalog-proxy.access.log catalog_proxy;',
+        'error_log /var/log/nginx/catalog-proxy.error.log crit;',
       ],
       added: [
         'server 127.0.0.1:40001 max_fails=1 fail_timeout=10s;',
         'server 127.0.0.1:40002 max_fails=1 fail_timeout=10s;',
         'server 127.0.0.1:40003 max_fails=1 fail_timeout=10s;',
         'listen 127.0.0.1:40000;',
+        'access_log /tmp/fleet/nginx/access.log catalog_proxy;',
+        'error_log stderr crit;',
       ],
     });
-    expect(() => shippedNginxConfig(shipped('nginx.conf'), 40000, SERVERS.slice(0, 2))).toThrow(/3 server lines, expected 2/);
+    expect(() => shippedNginxConfig(shipped('nginx.conf'), 40000, SERVERS.slice(0, 2), '/tmp/fleet/nginx/access.log')).toThrow(
+      /3 server lines, expected 2/,
+    );
   });
 
   it('kills an instance every 10 s, and Redis and the upstream halfway between two of those, never together', () => {
@@ -171,10 +179,12 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       '[WARNING]  (9) : Server catalog-proxies/proxy1 is DOWN, reason: Layer4 connection problem',
     ];
     expect(balancerRetries('haproxy', haproxy)).toBe(2);
+    const at = '127.0.0.1 [27/Nov/2026:14:00:00 +0000]';
     const nginx = [
-      '2026/11/27 14:00:00 [error] 9#0: *1 connect() failed (111: Connection refused) while connecting to upstream, client: 127.0.0.1',
-      '2026/11/27 14:00:00 [error] 9#0: *2 upstream prematurely closed connection while reading response header from upstream, client: x',
-      '2026/11/27 14:00:00 [warn] 9#0: *1 upstream server temporarily disabled while connecting to upstream, client: 127.0.0.1',
+      `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081" "200"`,
+      `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081, 127.0.0.1:8082" "502, 200"`,
+      `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8082, 127.0.0.1:8083" "502, 200"`,
+      `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8083" "200"`,
     ];
     expect(balancerRetries('nginx', nginx)).toBe(2);
   });
@@ -184,7 +194,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
     expect(maxInWindow([2500, 0, 100, 999, 1000, 1099], 1000)).toBe(4);
   });
 
-  it('misses a target for a failed call, hits missing or doubled past the kills, memory grown past 20 %, or the budget passed', () => {
+  it('misses a target: a failed call, hits missing or doubled past the kills, a key logged, memory grown 20 %, the budget passed', () => {
     const met: ChaosReport = {
       options: {
         seconds: 60,
@@ -202,6 +212,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       replays: 5,
       hitsMissing: 5,
       balancerRetries: 12,
+      balancerKeyLines: 0,
       kills: { instance: 5, redis: 1, upstream: 1 },
       latencyMs: { p50: 3, p99: 70, worst: 300 },
       slowest: [],
@@ -217,6 +228,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
         failedCalls: 1,
         replays: 6,
         hitsMissing: 6,
+        balancerKeyLines: 2,
         upstream: { requests: 300, maxPerSecond: 21, refused: 0 },
         memory: [{ name: 'proxy0', startKb: 100_000, endKb: 121_000, runs: 3 }],
       }),
@@ -224,6 +236,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       '1 failed calls outside the upstream outage',
       '6 answered calls without a hit, more than the 5 kills',
       '6 answered calls with two hits, more than the 5 kills',
+      "2 lines of the load balancer's log with a caller's key",
       "proxy0's resident memory grew 21 %",
       '21 upstream requests in one second, over the budget and one burst',
     ]);

@@ -195,6 +195,8 @@ export interface ChaosReport {
   readonly hitsMissing: number;
   /** Requests the load balancer passed on to another instance, as its log says (`balancerRetries`). */
   readonly balancerRetries: number;
+  /** Lines of the load balancer's log that hold the callers' key (an HTTP GET call's query): none. */
+  readonly balancerKeyLines: number;
   readonly kills: Readonly<Record<ChaosAction, number>>;
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly worst: number };
   /** The three slowest calls (what, when it was sent, how long it took, its status): where the tail was. */
@@ -224,6 +226,7 @@ export function missedTargets(report: ChaosReport): string[] {
   if (report.failedCalls > 0) missed.push(`${report.failedCalls} failed calls outside the upstream outage`);
   if (report.hitsMissing > kills) missed.push(`${report.hitsMissing} answered calls without a hit, more than the ${kills} kills`);
   if (report.replays > kills) missed.push(`${report.replays} answered calls with two hits, more than the ${kills} kills`);
+  if (report.balancerKeyLines > 0) missed.push(`${report.balancerKeyLines} lines of the load balancer's log with a caller's key`);
   for (const memory of report.memory) {
     const growth = memory.endKb / memory.startKb - 1;
     if (growth > MAX_RSS_GROWTH) missed.push(`${memory.name}'s resident memory grew ${Math.round(growth * 100)} %`);
@@ -250,6 +253,7 @@ export function chaosTable(report: ChaosReport): string {
     ['replays (answered, two hits)', String(report.replays), `≤ ${kills} (instance kills)`],
     ['hits missing (answered, no hit)', String(report.hitsMissing), `≤ ${kills} (instance kills)`],
     ['passed to another instance by the load balancer', String(report.balancerRetries), ''],
+    ["lines of the load balancer's log with a caller's key", String(report.balancerKeyLines), '0'],
     ['latency p50 / p99 / worst', `${report.latencyMs.p50} / ${report.latencyMs.p99} / ${report.latencyMs.worst} ms`, ''],
   ];
   if (options.budget !== null) {
@@ -481,16 +485,17 @@ interface Observed {
 }
 
 /**
- * The requests the load balancer tried again on another instance, from its log: HAProxy's
- * `option httplog` line ends its connection counts with the retries (`+N` when redispatched); nginx
- * says at `error` each attempt that failed and that `proxy_next_upstream` passes on (or, when none is
- * left, answers with its own 502, which the caller sees as a failed call).
+ * The requests the load balancer tried again on another instance, from its access log: HAProxy's line
+ * (the `option httplog` layout) ends its connection counts with the retries (`+N` when redispatched);
+ * nginx's (deploy/nginx.conf's `catalog_proxy`) names every instance a call was passed to, in order,
+ * before what each answered: two or more when `proxy_next_upstream` passed it on.
  */
 export function balancerRetries(kind: Fleet['balancer']['kind'], lines: readonly string[]): number {
-  if (kind === 'haproxy') {
-    return lines.filter((line) => Number(/ \d+\/\d+\/\d+\/\d+\/\+?(\d+) \d+\/\d+ "/.exec(line)?.[1] ?? 0) > 0).length;
-  }
-  return lines.filter((line) => /\[error\].* while (connecting to|reading response header from) upstream/.test(line)).length;
+  const retried =
+    kind === 'haproxy'
+      ? (line: string) => Number(/ \d+\/\d+\/\d+\/\d+\/\+?(\d+) \d+\/\d+ "/.exec(line)?.[1] ?? 0) > 0
+      : (line: string) => / "[^"]*, [^"]*" "[^"]*"$/.test(line);
+  return lines.filter(retried).length;
 }
 
 /** The kind of a failed call, for the table. */
@@ -535,6 +540,7 @@ function account(options: ChaosOptions, redis: ChaosRedis, fleet: Fleet, observe
     replays,
     hitsMissing,
     balancerRetries: balancerRetries(fleet.balancer.kind, fleet.balancer.lines),
+    balancerKeyLines: fleet.balancer.lines.filter((line) => line.toLowerCase().includes(API_KEY.toLowerCase())).length,
     kills: observed.kills,
     latencyMs: {
       p50: Math.round(quantile(durations, 0.5)),

@@ -531,7 +531,10 @@ export interface FleetBalancer {
   readonly url: string;
   /** The configuration it runs (for nginx, the http-context file of deploy/nginx.conf). */
   readonly config: string;
-  /** Its log: HAProxy's one line per request (`option httplog`) and its warnings (a server DOWN or UP); nginx's errors. */
+  /**
+   * Its log: HAProxy's one line per request (the `option httplog` layout, the path for the URI) and its
+   * warnings (a server DOWN or UP); nginx's errors and its access lines (deploy/nginx.conf's `catalog_proxy`).
+   */
   readonly lines: string[];
   /** Each server's status as HAProxy's stats page says it: `UP`, `DOWN`, `UP 1/2` (going down), …; nginx shows none: `{}`. */
   statuses(): Promise<Record<string, string>>;
@@ -583,13 +586,16 @@ export function shippedHaproxyConfig(
 }
 
 /**
- * deploy/nginx.conf as shipped, with only the front's address and the servers' ports changed (each
- * server keeps its `max_fails` and `fail_timeout`): the http-context file an operator puts in
- * /etc/nginx/conf.d/.
+ * deploy/nginx.conf as shipped, with only the front's address, the servers' ports (each server keeps its
+ * `max_fails` and `fail_timeout`) and the logs' files (errors to stderr, which the harness keeps, and
+ * the access log to `accessLog`: nginx cannot open /dev/stderr when it is a socket) changed:
+ * the http-context file an operator puts in /etc/nginx/conf.d/.
  */
-export function shippedNginxConfig(shipped: string, frontPort: number, servers: readonly HaproxyServer[]): string {
+export function shippedNginxConfig(shipped: string, frontPort: number, servers: readonly HaproxyServer[], accessLog: string): string {
   const file = 'deploy/nginx.conf';
-  const config = substituteOnce(shipped, file, /^([ \t]*)listen 80;$/, `$1listen 127.0.0.1:${frontPort};`);
+  let config = substituteOnce(shipped, file, /^([ \t]*)listen 80;$/, `$1listen 127.0.0.1:${frontPort};`);
+  config = substituteOnce(config, file, /^([ \t]*access_log )\/var\/log\/nginx\/\S+( catalog_proxy;)$/, `$1${accessLog}$2`);
+  config = substituteOnce(config, file, /^([ \t]*error_log )\/var\/log\/nginx\/\S+( crit;)$/, '$1stderr$2');
   const serverLine = /^([ \t]*server )127\.0\.0\.1:\d+( [^;\n]*;)$/gm;
   const found = config.match(serverLine)?.length ?? 0;
   if (found !== servers.length) throw new Error(`${file}: ${found} server lines, expected ${servers.length}, one per instance`);
@@ -600,8 +606,8 @@ export function shippedNginxConfig(shipped: string, frontPort: number, servers: 
 /**
  * The main file around the shipped http-context one, as Debian's /etc/nginx/nginx.conf is around
  * conf.d/, but for a test: in the foreground, one process without a master (a SIGKILL leaves no
- * worker behind, and one process is enough on two cores), errors to stderr, no access log, and its
- * temporary files in the fleet's directory.
+ * worker behind, and one process is enough on two cores), errors to stderr, no access log but the
+ * shipped file's own, and its temporary files in the fleet's directory.
  */
 function nginxMainConfig(dir: string, httpFile: string): string {
   const temp = (name: string): string => join(dir, 'nginx', name);
@@ -729,8 +735,7 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
     });
     await Promise.all(instances.map((instance) => instance.start()));
 
-    const balancer =
-      options.balancer === 'deploy/nginx.conf' ? await startNginx(dir, instances) : await startHaproxy(dir, instances, checks);
+    const balancer = await startBalancer(options.balancer ?? 'deploy/haproxy.cfg', dir, instances, checks);
     stops.push(balancer.kill);
     await Promise.all(instances.map((instance) => balancer.waitFor(instance.name, 'UP')));
 
@@ -759,14 +764,27 @@ export async function startFleet(options: FleetOptions = {}): Promise<Fleet> {
   }
 }
 
-async function startHaproxy(
+/** A load balancer the harness started, and how to stop it. */
+export type StartedBalancer = FleetBalancer & { kill(): Promise<void> };
+
+/**
+ * `choice` as shipped, ports, servers and (HAProxy) check timings changed, in front of `servers` (each
+ * answering `GET /readyz`), its files in `dir`: nginx resolves once it answers, HAProxy once started
+ * (`waitFor` each server `UP`). The fleet's, and a test's of a balancer alone before servers of its own.
+ */
+export function startBalancer(
+  choice: FleetBalancerChoice,
   dir: string,
-  instances: readonly FleetInstance[],
-  checks: HealthChecks,
-): Promise<FleetBalancer & { kill(): Promise<void> }> {
+  servers: readonly HaproxyServer[],
+  checks: HealthChecks = TEST_HEALTH_CHECKS,
+): Promise<StartedBalancer> {
+  return choice === 'deploy/nginx.conf' ? startNginx(dir, servers) : startHaproxy(dir, servers, checks);
+}
+
+async function startHaproxy(dir: string, servers: readonly HaproxyServer[], checks: HealthChecks): Promise<StartedBalancer> {
   if (HAPROXY === null) throw new Error(`${FLEET_MISSING}, but REQUIRE_OTHER_CLIENTS=1`);
   const [frontPort, statsPort] = [await freePort(), await freePort()];
-  const config = shippedHaproxyConfig(readFileSync(join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8'), frontPort, statsPort, instances, checks);
+  const config = shippedHaproxyConfig(readFileSync(join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8'), frontPort, statsPort, servers, checks);
   const file = join(dir, 'haproxy.cfg');
   writeFileSync(file, config);
   const lines: string[] = [];
@@ -805,13 +823,14 @@ async function startHaproxy(
   return haproxy;
 }
 
-/** nginx with deploy/nginx.conf as shipped (ports changed), in front of `instances`; resolves once it answers. */
-async function startNginx(dir: string, instances: readonly FleetInstance[]): Promise<FleetBalancer & { kill(): Promise<void> }> {
+/** nginx with deploy/nginx.conf as shipped (ports changed), in front of `servers`; resolves once it answers. */
+async function startNginx(dir: string, servers: readonly HaproxyServer[]): Promise<StartedBalancer> {
   if (NGINX === null) throw new Error(`${NGINX_MISSING}, but REQUIRE_OTHER_CLIENTS=1`);
   const frontPort = await freePort();
-  const config = shippedNginxConfig(readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8'), frontPort, instances);
   const home = join(dir, 'nginx');
   mkdirSync(home);
+  const accessLog = join(home, 'access.log');
+  const config = shippedNginxConfig(readFileSync(join(ROOT, 'deploy', 'nginx.conf'), 'utf8'), frontPort, servers, accessLog);
   // Should nginx run its worker as another user (started as root), it must still write its temporary files.
   for (const name of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(home, name), { mode: 0o777 });
   chmodSync(dir, 0o755);
@@ -832,7 +851,16 @@ async function startNginx(dir: string, instances: readonly FleetInstance[]): Pro
     kind: 'nginx',
     url,
     config,
-    lines,
+    get lines() {
+      return [
+        ...lines,
+        ...(existsSync(accessLog)
+          ? readFileSync(accessLog, 'utf8')
+              .split('\n')
+              .filter((line) => line !== '')
+          : []),
+      ];
+    },
     statuses: async () => ({}),
     async waitFor(server: string, status: string) {
       // nginx has no state to wait for: it sends to a server again once its fail_timeout has passed.
