@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  balancerErrors,
   balancerRetries,
   type ChaosBalancer,
   type ChaosReport,
@@ -171,7 +172,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
     expect(chaosSchedule(60, 10, { instances: true, redis: false, upstream: false })).toHaveLength(5);
   });
 
-  it('counts the requests a load balancer passed on to another instance from its log', () => {
+  it('counts the requests a load balancer passed on to another instance from its log, and finds those it did not answer 200', () => {
     const haproxy = [
       '127.0.0.1:5 [27/Nov/2026:14:00:00.001] catalog catalog-proxies/proxy1 0/0/0/3/3 200 900 - - ---- 4/4/1/0/0 0/0 "GET / HTTP/1.1"',
       '127.0.0.1:6 [27/Nov/2026:14:00:00.002] catalog catalog-proxies/proxy2 0/0/1/3/4 200 900 - - ---- 4/4/1/0/+1 0/0 "GET / HTTP/1.1"',
@@ -179,6 +180,10 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       '[WARNING]  (9) : Server catalog-proxies/proxy1 is DOWN, reason: Layer4 connection problem',
     ];
     expect(balancerRetries('haproxy', haproxy)).toBe(2);
+    const failed =
+      '127.0.0.1:8 [27/Nov/2026:14:00:00.004] catalog catalog-proxies/proxy1 0/0/0/-1/1 502 209 - - SH-- 1/1/0/0/3 0/0 ' +
+      '"POST /index.asmx HTTP/1.1"';
+    expect(balancerErrors('haproxy', [...haproxy, failed])).toEqual([failed]);
     const at = '127.0.0.1 [27/Nov/2026:14:00:00 +0000]';
     const nginx = [
       `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081" "200"`,
@@ -187,6 +192,8 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8083" "200"`,
     ];
     expect(balancerRetries('nginx', nginx)).toBe(2);
+    const refused = `${at} "POST /index.asmx HTTP/1.1" 502 150 0.004 "undici" "127.0.0.1:8081, 127.0.0.1:8082" "502, 502"`;
+    expect(balancerErrors('nginx', [...nginx, refused])).toEqual([refused]);
   });
 
   it('counts the busiest second of the upstream in a sliding window', () => {
@@ -213,6 +220,7 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
       hitsMissing: 5,
       balancerRetries: 12,
       balancerKeyLines: 0,
+      balancerErrors: [],
       kills: { instance: 5, redis: 1, upstream: 1 },
       latencyMs: { p50: 3, p99: 70, worst: 300 },
       slowest: [],

@@ -197,6 +197,12 @@ export interface ChaosReport {
   readonly balancerRetries: number;
   /** Lines of the load balancer's log that hold the callers' key (an HTTP GET call's query): none. */
   readonly balancerKeyLines: number;
+  /**
+   * The load balancer's lines for requests it did not answer with a 200 from an instance (HAProxy: a
+   * status or a termination state other than `200` and `----`; nginx: a status other than 200), the
+   * first ten: what it saw of a failed call. A kept-alive connection HAProxy closes unanswered leaves no line.
+   */
+  readonly balancerErrors: readonly string[];
   readonly kills: Readonly<Record<ChaosAction, number>>;
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly worst: number };
   /** The three slowest calls (what, when it was sent, how long it took, its status): where the tail was. */
@@ -292,6 +298,7 @@ export function chaosTable(report: ChaosReport): string {
     'the slowest calls (sent at seconds from the start of the load):',
     ...report.slowest,
     ...(examples.length > 0 ? ['', 'failed calls, the first of each kind:', ...examples] : []),
+    ...(report.balancerErrors.length > 0 ? ['', "the load balancer's lines of requests not answered 200:", ...report.balancerErrors] : []),
   ].join('\n');
 }
 
@@ -498,6 +505,15 @@ export function balancerRetries(kind: Fleet['balancer']['kind'], lines: readonly
   return lines.filter(retried).length;
 }
 
+/** The load balancer's access lines of requests not answered with an instance's 200 (`ChaosReport.balancerErrors`). */
+export function balancerErrors(kind: Fleet['balancer']['kind'], lines: readonly string[]): string[] {
+  const request = kind === 'haproxy' ? / catalog catalog-proxies\/\S+ \S+ (\d+) \S+ \S+ \S+ (\S{4}) / : /^\S+ \[[^\]]+\] "[^"]*" (\d+) /;
+  return lines.filter((line) => {
+    const match = request.exec(line);
+    return match !== null && (match[1] !== '200' || (match[2] ?? '----') !== '----');
+  });
+}
+
 /** The kind of a failed call, for the table. */
 function kindOf(result: CallResult): string {
   if (result.status === null) return /timeout|aborted/i.test(result.error ?? '') ? 'no reply in time' : 'connection errors';
@@ -541,6 +557,7 @@ function account(options: ChaosOptions, redis: ChaosRedis, fleet: Fleet, observe
     hitsMissing,
     balancerRetries: balancerRetries(fleet.balancer.kind, fleet.balancer.lines),
     balancerKeyLines: fleet.balancer.lines.filter((line) => line.toLowerCase().includes(API_KEY.toLowerCase())).length,
+    balancerErrors: balancerErrors(fleet.balancer.kind, fleet.balancer.lines).slice(0, 10),
     kills: observed.kills,
     latencyMs: {
       p50: Math.round(quantile(durations, 0.5)),
