@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/load.js';
+import type { Config } from '../src/config/schema.js';
 import { validateConfig, type Json } from '../src/config/validate.js';
 
 /** Start-up refuses a bad configuration with a message that names the key and what is wrong. */
@@ -144,6 +145,29 @@ describe('configuration validation', () => {
     );
     expect(refusal('xy'.repeat(20))).toContain('REDIS_SECRET (redis.secret) must be a random key, not a repeated pattern');
     expect(refusal('xy'.repeat(20))).not.toContain('xyxy');
+  });
+
+  describe('every secret from a file too (NAME_FILE, less its final newline), one way only', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'catalog-secrets-'));
+    const secret = 'f3a9c1d27b8e4560a1b2c3d4e5f60718';
+    const sentinels = { REDIS_SENTINELS: '10.0.0.7:26379', REDIS_MASTER_NAME: 'mymaster' };
+    it.each([
+      ['CLIENT_ID_KEY', {}, (config: Config) => config.deprecation.clientIdKey],
+      ['REDIS_SECRET', {}, (config: Config) => config.redis.secret],
+      ['REDIS_PASSWORD', sentinels, (config: Config) => config.redis.password],
+      ['REDIS_SENTINEL_PASSWORD', sentinels, (config: Config) => config.redis.sentinelPassword],
+    ] as const)('%s_FILE', (name, base, read) => {
+      const file = join(dir, name.toLowerCase());
+      writeFileSync(file, `${secret}\n`);
+      expect(read(loadConfig({ ...base, [`${name}_FILE`]: file }))).toBe(secret);
+      expect(read(loadConfig({ ...base, [name]: secret }))).toBe(secret);
+      expect(() => loadConfig({ ...base, [name]: secret, [`${name}_FILE`]: file })).toThrow(
+        `${name}_FILE and ${name} are both set; give it one way only.`,
+      );
+      expect(() => loadConfig({ ...base, [`${name}_FILE`]: join(dir, 'none') })).toThrow(
+        `${name}_FILE names a file that cannot be read (${join(dir, 'none')}: ENOENT).`,
+      );
+    });
   });
 
   describe('Redis Sentinel (redis.sentinels)', () => {

@@ -7,35 +7,43 @@ import { validateConfig, type Json } from './validate.js';
 /**
  * Configuration: the schema (src/config/schema.ts) holds every default; the file named by CONFIG_FILE
  * is merged over them (objects key by key), then the environment (PORT, HOST, ADMIN_PORT, ADMIN_HOST,
- * ADMIN_HOSTNAMES, ADMIN_TOKEN or ADMIN_TOKEN_FILE, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL, REDIS_SECRET,
- * REDIS_SENTINELS, REDIS_MASTER_NAME, REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD).
+ * ADMIN_HOSTNAMES, ADMIN_TOKEN, UPSTREAM_URL, CLIENT_ID_KEY, LOG_LEVEL, REDIS_URL, REDIS_SECRET, REDIS_SENTINELS,
+ * REDIS_MASTER_NAME, REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD; each secret also as NAME_FILE, a file that holds it).
  * The result is validated once at start-up; a bad value, an unknown key or an environment variable
  * set but empty stops the process with a message naming it.
  */
 
-/** The environment variables that set a key, and how their text is read. */
-const ENVIRONMENT: readonly {
+interface EnvironmentVariable {
   readonly name: string;
   readonly key: readonly [string, string];
   readonly read?: (name: string, text: string) => Json;
-}[] = [
+}
+
+/**
+ * The secrets: each also from a file, `NAME_FILE` (a container secret in /run/secrets/, systemd's
+ * $CREDENTIALS_DIRECTORY), so that it stays out of the environment, which /proc and `docker inspect` show.
+ */
+const SECRETS: readonly EnvironmentVariable[] = [
+  { name: 'ADMIN_TOKEN', key: ['server', 'adminToken'] },
+  { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
+  { name: 'REDIS_SECRET', key: ['redis', 'secret'] },
+  { name: 'REDIS_PASSWORD', key: ['redis', 'password'] },
+  { name: 'REDIS_SENTINEL_PASSWORD', key: ['redis', 'sentinelPassword'] },
+];
+
+/** The environment variables that set a key, and how their text is read. */
+const ENVIRONMENT: readonly EnvironmentVariable[] = [
   { name: 'PORT', key: ['server', 'port'], read: wholeNumber },
   { name: 'HOST', key: ['server', 'host'] },
   { name: 'ADMIN_PORT', key: ['server', 'adminPort'], read: wholeNumber },
   { name: 'ADMIN_HOST', key: ['server', 'adminHost'] },
   { name: 'ADMIN_HOSTNAMES', key: ['server', 'adminHostnames'], read: commaList },
-  { name: 'ADMIN_TOKEN', key: ['server', 'adminToken'] },
-  // A container secret (/run/secrets/…, systemd's $CREDENTIALS_DIRECTORY): the token stays out of the environment.
-  { name: 'ADMIN_TOKEN_FILE', key: ['server', 'adminToken'], read: secretFile },
   { name: 'UPSTREAM_URL', key: ['upstream', 'baseUrl'] },
-  { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
   { name: 'REDIS_URL', key: ['redis', 'url'] },
-  { name: 'REDIS_SECRET', key: ['redis', 'secret'] },
   { name: 'REDIS_SENTINELS', key: ['redis', 'sentinels'], read: commaList },
   { name: 'REDIS_MASTER_NAME', key: ['redis', 'masterName'] },
-  { name: 'REDIS_PASSWORD', key: ['redis', 'password'] },
-  { name: 'REDIS_SENTINEL_PASSWORD', key: ['redis', 'sentinelPassword'] },
+  ...SECRETS.flatMap((secret) => [secret, { name: `${secret.name}_FILE`, key: secret.key, read: secretFile }]),
 ];
 
 /** `overrides` (for tests and embedding) are merged last, in order. */
@@ -46,8 +54,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, ...overrides: J
     if (text?.trim() === '') throw new ConfigError(name, 'is set but empty; unset it or give it a value.');
     return text;
   };
-  if (variable('ADMIN_TOKEN') !== undefined && variable('ADMIN_TOKEN_FILE') !== undefined) {
-    throw new ConfigError('ADMIN_TOKEN_FILE', 'and ADMIN_TOKEN are both set; give the operator token one way only.');
+  for (const { name } of SECRETS) {
+    if (variable(name) !== undefined && variable(`${name}_FILE`) !== undefined) {
+      throw new ConfigError(`${name}_FILE`, `and ${name} are both set; give it one way only.`);
+    }
   }
   const file = variable('CONFIG_FILE');
   let merged: Json = file === undefined ? {} : readJson(file);
