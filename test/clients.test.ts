@@ -200,8 +200,8 @@ describe('npm run fingerprint (node dist/src/bin/fingerprint.js; npm test builds
       code: 1,
       stdout: '',
       stderr:
-        'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) is not set: the proxy then keys fingerprints with a random key ' +
-        'of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
+        'Invalid configuration: CLIENT_ID_KEY or CLIENT_ID_KEY_FILE (deprecation.clientIdKey) is not set: the proxy then keys ' +
+        'fingerprints with a random key of each process, which no fingerprint printed here would match. Set it as the proxy has it.\n',
     });
   });
 });

@@ -149,14 +149,16 @@ describe('configuration validation', () => {
 
   describe('every secret from a file too (NAME_FILE, less its final newline), one way only', () => {
     const dir = mkdtempSync(join(tmpdir(), 'catalog-secrets-'));
-    const secret = 'f3a9c1d27b8e4560a1b2c3d4e5f60718';
+    const key = 'f3a9c1d27b8e4560a1b2c3d4e5f60718';
     const sentinels = { REDIS_SENTINELS: '10.0.0.7:26379', REDIS_MASTER_NAME: 'mymaster' };
     it.each([
-      ['CLIENT_ID_KEY', {}, (config: Config) => config.deprecation.clientIdKey],
-      ['REDIS_SECRET', {}, (config: Config) => config.redis.secret],
-      ['REDIS_PASSWORD', sentinels, (config: Config) => config.redis.password],
-      ['REDIS_SENTINEL_PASSWORD', sentinels, (config: Config) => config.redis.sentinelPassword],
-    ] as const)('%s_FILE', (name, base, read) => {
+      ['CLIENT_ID_KEY', {}, (config: Config) => config.deprecation.clientIdKey, key],
+      ['REDIS_SECRET', {}, (config: Config) => config.redis.secret, key],
+      // A single Redis's password is in its URL.
+      ['REDIS_URL', {}, (config: Config) => config.redis.url, `redis://:${key}@cache.internal:6379`],
+      ['REDIS_PASSWORD', sentinels, (config: Config) => config.redis.password, key],
+      ['REDIS_SENTINEL_PASSWORD', sentinels, (config: Config) => config.redis.sentinelPassword, key],
+    ] as const)('%s_FILE', (name, base, read, secret) => {
       const file = join(dir, name.toLowerCase());
       writeFileSync(file, `${secret}\n`);
       expect(read(loadConfig({ ...base, [`${name}_FILE`]: file }))).toBe(secret);

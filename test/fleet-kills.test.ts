@@ -183,7 +183,12 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
     const failed =
       '127.0.0.1:8 [27/Nov/2026:14:00:00.004] catalog catalog-proxies/proxy1 0/0/0/-1/1 502 209 - - SH-- 1/1/0/0/3 0/0 ' +
       '"POST /index.asmx HTTP/1.1"';
-    expect(balancerErrors('haproxy', [...haproxy, failed])).toEqual([failed]);
+    // A caller that gave up before any reply (status -1), and one HAProxy refused itself (no server).
+    const gaveUp =
+      '127.0.0.1:9 [27/Nov/2026:14:00:00.005] catalog catalog-proxies/<NOSRV> 798/-1/-1/-1/798 -1 0 - - CR-- 1/1/0/0/0 0/0 "<BADREQ>"';
+    const timedOut =
+      '127.0.0.1:10 [27/Nov/2026:14:00:00.006] catalog catalog/<NOSRV> -1/-1/-1/-1/10000 408 212 - - cR-- 1/1/0/0/0 0/0 "<BADREQ>"';
+    expect(balancerErrors('haproxy', [...haproxy, failed, gaveUp, timedOut])).toEqual([failed, gaveUp, timedOut]);
     const at = '127.0.0.1 [27/Nov/2026:14:00:00 +0000]';
     const nginx = [
       `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081" "200"`,

@@ -371,7 +371,7 @@ describe('npm start', () => {
     ],
     [
       { UPSTREAM_URL: 'http://127.0.0.1:9/api' },
-      'Invalid configuration: CLIENT_ID_KEY (deprecation.clientIdKey) must be set when NODE_ENV is "production"',
+      'Invalid configuration: CLIENT_ID_KEY or CLIENT_ID_KEY_FILE (deprecation.clientIdKey) must be set when NODE_ENV is "production"',
     ],
     [
       { UPSTREAM_URL: 'http://127.0.0.1:9/api', CLIENT_ID_KEY: 'short-key' },

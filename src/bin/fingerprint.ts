@@ -15,7 +15,7 @@ async function printFingerprints(): Promise<void> {
     const configured = loadConfig().deprecation.clientIdKey;
     if (configured === null) {
       throw new ConfigError(
-        'CLIENT_ID_KEY (deprecation.clientIdKey)',
+        'CLIENT_ID_KEY or CLIENT_ID_KEY_FILE (deprecation.clientIdKey)',
         'is not set: the proxy then keys fingerprints with a random key of each process, which no fingerprint printed here would match. ' +
           'Set it as the proxy has it.',
       );

@@ -27,6 +27,8 @@ const SECRETS: readonly EnvironmentVariable[] = [
   { name: 'ADMIN_TOKEN', key: ['server', 'adminToken'] },
   { name: 'CLIENT_ID_KEY', key: ['deprecation', 'clientIdKey'] },
   { name: 'REDIS_SECRET', key: ['redis', 'secret'] },
+  // A single Redis's password is in its URL (redis://:password@host).
+  { name: 'REDIS_URL', key: ['redis', 'url'] },
   { name: 'REDIS_PASSWORD', key: ['redis', 'password'] },
   { name: 'REDIS_SENTINEL_PASSWORD', key: ['redis', 'sentinelPassword'] },
 ];
@@ -40,7 +42,6 @@ const ENVIRONMENT: readonly EnvironmentVariable[] = [
   { name: 'ADMIN_HOSTNAMES', key: ['server', 'adminHostnames'], read: commaList },
   { name: 'UPSTREAM_URL', key: ['upstream', 'baseUrl'] },
   { name: 'LOG_LEVEL', key: ['log', 'level'] },
-  { name: 'REDIS_URL', key: ['redis', 'url'] },
   { name: 'REDIS_SENTINELS', key: ['redis', 'sentinels'], read: commaList },
   { name: 'REDIS_MASTER_NAME', key: ['redis', 'masterName'] },
   ...SECRETS.flatMap((secret) => [secret, { name: `${secret.name}_FILE`, key: secret.key, read: secretFile }]),
@@ -93,7 +94,7 @@ export function checkProduction(config: Config, env: NodeJS.ProcessEnv = process
   }
   if (config.deprecation.clientIdKey === null) {
     throw new ConfigError(
-      'CLIENT_ID_KEY (deprecation.clientIdKey)',
+      'CLIENT_ID_KEY or CLIENT_ID_KEY_FILE (deprecation.clientIdKey)',
       `${production}: it keys the fingerprints that name callers in the hits, the ledger and the metrics, so that no one who reads them ` +
         `can find an apiKey by trying likely ones, and every instance must name a caller alike. Make one with \`openssl rand -hex 32\` ` +
         `and give every instance the same.`,

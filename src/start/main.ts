@@ -65,7 +65,7 @@ export async function start(
     logger.warn(
       { event: 'client_id_key' },
       'deprecation.clientIdKey is not set: client fingerprints are keyed with a random key of this process, so they change when it ' +
-        'restarts and differ between instances. Set CLIENT_ID_KEY, the same on every instance, to keep them.',
+        'restarts and differ between instances. Set CLIENT_ID_KEY (or CLIENT_ID_KEY_FILE), the same on every instance, to keep them.',
     );
   }
 

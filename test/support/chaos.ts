@@ -507,7 +507,7 @@ export function balancerRetries(kind: Fleet['balancer']['kind'], lines: readonly
 
 /** The load balancer's access lines of requests not answered with an instance's 200 (`ChaosReport.balancerErrors`). */
 export function balancerErrors(kind: Fleet['balancer']['kind'], lines: readonly string[]): string[] {
-  const request = kind === 'haproxy' ? / catalog catalog-proxies\/\S+ \S+ (\d+) \S+ \S+ \S+ (\S{4}) / : /^\S+ \[[^\]]+\] "[^"]*" (\d+) /;
+  const request = kind === 'haproxy' ? / catalog \S+\/\S+ \S+ (-?\d+) \S+ \S+ \S+ (\S{4}) / : /^\S+ \[[^\]]+\] "[^"]*" (\d+) /;
   return lines.filter((line) => {
     const match = request.exec(line);
     return match !== null && (match[1] !== '200' || (match[2] ?? '----') !== '----');
