@@ -191,13 +191,13 @@ describe('the shipped configurations as the fleet runs them, and the chaos sched
     expect(balancerErrors('haproxy', [...haproxy, failed, gaveUp, timedOut])).toEqual([failed, gaveUp, timedOut]);
     const at = '127.0.0.1 [27/Nov/2026:14:00:00 +0000]';
     const nginx = [
-      `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081" "200"`,
-      `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081, 127.0.0.1:8082" "502, 200"`,
-      `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8082, 127.0.0.1:8083" "502, 200"`,
-      `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8083" "200"`,
+      `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081" "200" "0.000" "0.004"`,
+      `${at} "POST /index.asmx HTTP/1.1" 200 900 0.004 "undici" "127.0.0.1:8081, 127.0.0.1:8082" "502, 200" "-, 0.000" "-, 0.004"`,
+      `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8082, 127.0.0.1:8083" "502, 200" "0, 0" "0.001, 0.003"`,
+      `${at} "GET /index.asmx/Search HTTP/1.1" 200 900 0.004 "a, b" "127.0.0.1:8083" "200" "0.000" "0.004"`,
     ];
     expect(balancerRetries('nginx', nginx)).toBe(2);
-    const refused = `${at} "POST /index.asmx HTTP/1.1" 502 150 0.004 "undici" "127.0.0.1:8081, 127.0.0.1:8082" "502, 502"`;
+    const refused = `${at} "POST /index.asmx HTTP/1.1" 502 150 0.004 "undici" "127.0.0.1:8081, 127.0.0.1:8082" "502, 502" "-, -" "-, -"`;
     expect(balancerErrors('nginx', [...nginx, refused])).toEqual([refused]);
   });
 

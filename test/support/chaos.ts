@@ -501,7 +501,7 @@ export function balancerRetries(kind: Fleet['balancer']['kind'], lines: readonly
   const retried =
     kind === 'haproxy'
       ? (line: string) => Number(/ \d+\/\d+\/\d+\/\d+\/\+?(\d+) \d+\/\d+ "/.exec(line)?.[1] ?? 0) > 0
-      : (line: string) => / "[^"]*, [^"]*" "[^"]*"$/.test(line);
+      : (line: string) => (/ "([^"]*)" "[^"]*" "[^"]*" "[^"]*"$/.exec(line)?.[1] ?? '').includes(',');
   return lines.filter(retried).length;
 }
 
