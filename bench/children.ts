@@ -20,6 +20,8 @@ export interface Usage {
   /** The trace sink's: POST /v1/traces it answered, and their bodies' bytes, since start. */
   readonly receivedRequests?: number;
   readonly receivedBytes?: number;
+  /** The upstream's: requests it answered since start. */
+  readonly upstreamRequests?: number;
   /** A traced proxy's: spans it did not send (its queue full, or an export failed), since start. */
   readonly droppedSpans?: { readonly queueFull: number; readonly exportFailed: number };
 }

@@ -45,6 +45,8 @@ interface Options {
 
 /** What the sink received, and the spans a traced proxy dropped, since start: sent with its usage. */
 const received = { receivedRequests: 0, receivedBytes: 0 };
+/** The upstream's: the requests it answered since start, sent with its usage. */
+const answered = { upstreamRequests: 0 };
 let droppedSpans: (() => { queueFull: number; exportFailed: number }) | null = null;
 
 const NS = 'http://tempuri.org/';
@@ -55,6 +57,7 @@ async function startUpstream(options: Options): Promise<string> {
   const demo = await startDemoUpstream(config);
   const cache = new Map<string, Promise<{ status: number; body: Buffer }>>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    answered.upstreamRequests += 1;
     const target = req.url ?? '/';
     let cached = cache.get(target);
     if (!cached) {
@@ -212,6 +215,7 @@ process.on('message', (message) => {
     rssMiB: rss / 2 ** 20,
     maxRssMiB: process.resourceUsage().maxRSS / 1024,
     ...(kind === 'sink' ? received : {}),
+    ...(kind === 'upstream' ? answered : {}),
     ...(droppedSpans === null ? {} : { droppedSpans: droppedSpans() }),
   });
 });

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { loadConfig } from '../src/config/load.js';
 import { PINNING, RESULTS, startServer, type Usage } from './children.js';
 import { soapCall, type BenchRequest } from './requests.js';
 
@@ -48,7 +49,9 @@ const CALLS: readonly BenchRequest[] = [
 async function main(): Promise<void> {
   if (PINNING) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)]);
   const upstream = await startServer('upstream', 0, { designs: 1200 });
+  // The proxy as configured by default: its page cache on (cache.enabled), as every instance runs.
   const proxy = await startServer('proxy', 1, { upstream: upstream.url });
+  const pageCache = loadConfig({}).cache.enabled ? 'on' : 'off';
   const samples: (Usage & { readonly minute: number })[] = [];
   const started = performance.now();
   const sample = async (): Promise<void> => {
@@ -70,6 +73,7 @@ async function main(): Promise<void> {
   });
   clearInterval(sampler);
   await sample();
+  const upstreamRequests = (await upstream.usage()).upstreamRequests ?? 0;
   proxy.stop();
   upstream.stop();
 
@@ -81,6 +85,8 @@ async function main(): Promise<void> {
     minutes: MINUTES,
     rate: RATE,
     requests: result.requests.total,
+    pageCache,
+    upstreamRequests,
     unexpected: result.non2xx + result.errors + result.timeouts,
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
     rssGrowth: last.rssMiB / first.rssMiB - 1,
@@ -93,7 +99,7 @@ async function main(): Promise<void> {
   };
   const markdown = [
     `Soak of ${new Date().toISOString().slice(0, 10)}: ${MINUTES} min at ${RATE} req/s over ${CALLS.length} calls (every operation, ` +
-      `every binding), node ${process.version}.`,
+      `every binding), node ${process.version}; the page cache ${pageCache} (the default), ${upstreamRequests} upstream requests in all.`,
     '',
     `| requests | unexpected answers | p50 ms | p90 ms | p99 ms | max ms | RSS growth | live heap growth |`,
     '|---|---|---|---|---|---|---|---|',
