@@ -195,6 +195,7 @@ describe.skipIf(skipClientSuite(installed && redisInstalled))('dashboards and al
 
   it.each([
     ['RedisDown fires after two minutes of redis_up 0 on an instance, not for a blip', 'redis-down.test.yml'],
+    ['RedisFailingOver fires for three Redis master changes in half an hour, not for one', 'redis-failing-over.test.yml'],
     [
       'UpstreamBudgetExhausted fires after ten minutes of more than 5% of upstream requests shed by the budget',
       'upstream-budget-exhausted.test.yml',
