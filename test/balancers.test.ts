@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requireClient, skipClientSuite } from './support/clients.js';
-import { FLEET_MISSING, type FleetBalancerChoice, NGINX_MISSING, type StartedBalancer, startBalancer } from './support/fleet.js';
+import { FLEET_MISSING, type FleetBalancerChoice, NGINX_MISSING, type StartedBalancer, startBalancer, waitUntil } from './support/fleet.js';
 
 /**
  * The load balancers as shipped (deploy/haproxy.cfg, deploy/nginx.conf; ports, servers and HAProxy's
@@ -213,7 +213,7 @@ for (const { choice, missing } of BALANCERS) {
         expect(servers.hangups).toBeGreaterThan(0);
         // A line is written as its call ends; HAProxy's come through a pipe.
         const logged = (): string[] => balancer.lines.filter((line) => line.includes('/index.asmx/Search'));
-        for (let wait = 0; wait < 50 && logged().length < 3; wait++) await sleep(50);
+        await waitUntil("the balancer's lines of the three calls", () => logged().length >= 3, 2500);
         expect(logged()).toHaveLength(3);
         for (const line of logged()) expect(line).toContain('"GET /index.asmx/Search HTTP/1.1"');
         expect(balancer.lines.join('\n').toLowerCase()).not.toContain(KEY);
