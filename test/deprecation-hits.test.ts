@@ -177,6 +177,8 @@ describe('the hit line', () => {
     pages: { hit: 0, miss: 1, stale: 0, revalidated: 0, coalesced: 0 },
     remoteAddress: '10.1.2.3',
     userAgent: 'x'.repeat(300),
+    clientStack: 'dotnet-wsdl',
+    clientStackVersion: '4.0.30319.42000',
   };
   const at = Date.parse('2026-11-25T10:00:00.123Z');
 

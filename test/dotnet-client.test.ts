@@ -8,7 +8,16 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../src/demo/catalog.js';
 import { parseXml } from '../src/xml/parse.js';
-import { STORE_PAGE_SIZE, demoCatalog, requireClient, skipClientSuite, pairLogProblems, startProxyPair } from './support/clients.js';
+import {
+  STORE_PAGE_SIZE,
+  demoCatalog,
+  type HitStack,
+  hitStacksSince,
+  requireClient,
+  skipClientSuite,
+  pairLogProblems,
+  startProxyPair,
+} from './support/clients.js';
 import type { TestProxy } from './support/proxy.js';
 import { ampersandProduct, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
 import {
@@ -228,9 +237,11 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
     let workDir: string | undefined;
     let calls: Record<string, CallRecord>;
     let refused: Record<OperationName, CallRecord>;
+    let stacks: HitStack[];
 
     beforeAll(async () => {
       if (!proxy || !unreachable) throw new Error('the proxies did not start');
+      const marks = [proxy.log.length, unreachable.log.length] as const;
       workDir = await mkdtemp(join(tmpdir(), `dotnet-client-soap${version.version.replace('.', '')}-`));
       const source = join(workDir, 'CatalogService.cs');
       const exe = join(workDir, 'client.exe');
@@ -277,7 +288,14 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
       >;
       for (const [name, record] of Object.entries(calls)) expect(record.op, name).toBe(planned[name]?.[0]);
       for (const op of OPERATIONS) expect(refused[op].op).toBe(op);
+      stacks = [...hitStacksSince(proxy.log, marks[0]), ...hitStacksSince(unreachable.log, marks[1])];
     }, 120_000);
+
+    it('is recognised as dotnet-wsdl, with the version of its web services protocol, in the hit of every call', () => {
+      expect(stacks.length).toBeGreaterThanOrEqual(Object.keys(calls).length + OPERATIONS.length);
+      for (const stack of stacks)
+        expect(stack).toMatchObject({ name: 'dotnet-wsdl', version: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/) });
+    });
 
     afterAll(async () => {
       if (workDir) await rm(workDir, { recursive: true, force: true });

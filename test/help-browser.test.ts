@@ -3,12 +3,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { ElementHandle, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Running } from '../src/start/main.js';
 import { OPERATIONS } from '../src/operations.js';
 import { parseXml } from '../src/xml/parse.js';
 import { skipBrowserSuite, startBrowser, type HeadlessBrowser } from './support/browser.js';
-import { demoCatalog } from './support/clients.js';
-import { startProxy } from './support/proxy.js';
+import { demoCatalog, hitStacksSince } from './support/clients.js';
+import { startProxy, type TestProxy } from './support/proxy.js';
 import { rawRequest } from './support/raw-http.js';
 import { largestStore, readResultSet } from './support/results.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
@@ -151,7 +150,7 @@ const shownDocument = (page: Page): Promise<{ contentType: string; text: string 
 const pngWidth = (png: Uint8Array): number => Buffer.from(png).readUInt32BE(16);
 
 interface Site {
-  readonly proxy: Running;
+  readonly proxy: TestProxy;
   readonly front: Front;
 }
 
@@ -269,7 +268,13 @@ describe.skipIf(skipBrowserSuite)('help pages in a browser (§7.4)', () => {
     });
 
     it('Search: the form posts the fields in order, and the new window shows the HTTP POST answer', async () => {
+      const mark = site().proxy.log.length;
       const { answer, exchange } = await invoke('Search', { query: 'dog' });
+      // Its hit names the browser and its major version (Chrome's User-Agent gives no more than that).
+      const [major] = (await browser.browser.version()).replace(/^[^/]*\//, '').split('.');
+      expect(hitStacksSince(site().proxy.log, mark)).toEqual([
+        { name: 'browser', version: expect.stringMatching(new RegExp(`^${major}\\.`)) },
+      ]);
       expect(exchange.requestBody).toBe('query=dog&apiKey=&version=');
       expect(exchange.status).toBe(200);
       expect(exchange.contentType).toBe('text/xml; charset=utf-8');

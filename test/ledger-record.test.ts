@@ -15,6 +15,7 @@ const ENTRY: LedgerEntry = {
   calls: 3,
   outcomes: { ok: 2, fault: 1, shed: 0, refused: 0 },
   example: { at: NOW, successor: '/product.search.cp?v=3&query=dog' },
+  stack: { at: NOW - 1000, name: 'php-soapclient', version: '8.2.7' },
 };
 const read = (changes: Record<string, unknown>): LedgerEntry | null =>
   entryOfRecord(Buffer.from(JSON.stringify({ ...ENTRY, ...changes })), NOW);
@@ -23,6 +24,11 @@ describe('a ledger entry read back', () => {
   it('is the entry written', () => {
     expect(entryOfRecord(recordOf(ENTRY), NOW)).toEqual(ENTRY);
     expect(read({ example: null, client: 'warehouse-app', configured: true })).toMatchObject({ client: 'warehouse-app', example: null });
+    expect(read({ stack: { at: NOW, name: 'curl', version: null } })?.stack).toEqual({ at: NOW, name: 'curl', version: null });
+  });
+
+  it('is the entry written by a version that knew no stacks, with none', () => {
+    expect(read({ stack: undefined })).toEqual({ ...ENTRY, stack: null });
   });
 
   it.each([
@@ -41,6 +47,11 @@ describe('a ledger entry read back', () => {
     ['an example longer than a successor can be', { example: { at: NOW, successor: `/${'x'.repeat(2000)}` } }],
     ['an example that is not a path', { example: { at: NOW, successor: 'https://evil.example/' } }],
     ['configured as text', { configured: 'yes' }],
+    ['a stack this service does not know', { stack: { at: NOW, name: 'cobol-soap', version: null } }],
+    ['a stack version that is not one', { stack: { at: NOW, name: 'curl', version: '8.0 <script>' } }],
+    ['a stack version of 41 characters', { stack: { at: NOW, name: 'curl', version: `8.${'1'.repeat(39)}` } }],
+    ['a stack seen an hour ahead of this clock', { stack: { at: NOW + 3_600_000, name: 'curl', version: '8.0.1' } }],
+    ['a stack as text', { stack: 'curl/8.0.1' }],
   ])('is refused with %s', (_, changes) => {
     expect(read(changes)).toBeNull();
   });

@@ -59,6 +59,8 @@ describe('the ledger', () => {
           faults: 1,
           outcomes: { ok: 1, fault: 1, shed: 1, refused: 1 },
           example: null,
+          clientStack: null,
+          clientStackVersion: null,
         },
         expect.objectContaining({ client: 'sha256:0123456789ab', binding: 'soap11', calls: 1, firstSeen: '2026-11-23T10:04:00.000Z' }),
         expect.objectContaining({
@@ -79,6 +81,18 @@ describe('the ledger', () => {
       [hit('a', 'ok', null), T0 + 3 * MINUTE],
     ]);
     expect(ledger.entries()[0]?.example).toEqual({ at: T0 + MINUTE, successor: '/product.search.cp?v=3&query=new' });
+  });
+
+  it('keeps the stack of the latest call that named one, whatever order the hits come in and however they ended', () => {
+    const ledger = ledgerOf([
+      [{ ...hit('a'), clientStack: 'php-soapclient', clientStackVersion: '8.2.36' }, T0 + 2 * MINUTE],
+      [{ ...hit('a', 'fault'), clientStack: 'php-soapclient', clientStackVersion: '7.4.33' }, T0],
+      // A line of a version that told no stacks says nothing of it.
+      [hit('a'), T0 + 3 * MINUTE],
+      [{ ...hit('a', 'shed'), clientStack: 'php-soapclient', clientStackVersion: '8.1.2' }, T0 + MINUTE],
+    ]);
+    expect(ledger.entries()[0]?.stack).toEqual({ at: T0 + 2 * MINUTE, name: 'php-soapclient', version: '8.2.36' });
+    expect(ledgerJson(ledger).entries[0]).toMatchObject({ clientStack: 'php-soapclient', clientStackVersion: '8.2.36' });
   });
 
   it('keeps the unnamed callers that call most: a new one takes the place of the least counted, whose calls go to "other"', () => {

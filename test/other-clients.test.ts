@@ -5,7 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../src/demo/catalog.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, type XmlElement } from '../src/xml/tree.js';
-import { demoCatalog, requireClient, skipClientSuite, pairLogProblems, startProxyPair } from './support/clients.js';
+import {
+  demoCatalog,
+  type HitStack,
+  hitStacksSince,
+  requireClient,
+  skipClientSuite,
+  pairLogProblems,
+  startProxyPair,
+} from './support/clients.js';
 import type { TestProxy } from './support/proxy.js';
 import { ampersandProduct, childNamed, httpGetSearch, largestStore, readResultSet, sorted, type ResultSet } from './support/results.js';
 import {
@@ -57,6 +65,9 @@ interface ClientCase {
   readonly probe: readonly string[];
   /** Whether the client also sends a SOAPAction header with a SOAP 1.2 request. */
   readonly soap12SoapAction: boolean;
+  /** Its `clientStack` in the hits (src/clients/stack.ts), and its version as the client's runtime gives it. */
+  readonly stack: string;
+  readonly stackVersion: readonly string[];
   available?: boolean;
 }
 
@@ -71,6 +82,8 @@ const CLIENTS: readonly ClientCase[] = [
     script: 'php_client.php',
     probe: [PHP, '-r', 'exit(class_exists("SoapClient") ? 0 : 1);'],
     soap12SoapAction: false,
+    stack: 'php-soapclient',
+    stackVersion: [PHP, '-r', 'echo PHP_VERSION;'],
   },
   {
     name: 'Python zeep',
@@ -78,6 +91,8 @@ const CLIENTS: readonly ClientCase[] = [
     script: 'zeep_client.py',
     probe: [PYTHON, '-c', 'import zeep'],
     soap12SoapAction: true,
+    stack: 'python-zeep',
+    stackVersion: [PYTHON, '-c', 'import zeep; print(zeep.__version__, end="")'],
   },
 ];
 for (const client of CLIENTS) {
@@ -250,14 +265,24 @@ for (const client of CLIENTS) {
         };
         let calls: Record<string, CallRecord>;
         let refused: Record<OperationName, CallRecord>;
+        let stacks: HitStack[];
 
         beforeAll(async () => {
           requireClient(client.available, `${client.name} is not installed`);
+          const marks = [proxy.log.length, unreachable.log.length] as const;
           [calls, refused] = await Promise.all([
             runClient(client, proxy.url, version, plan()),
             runClient(client, unreachable.url, version, refusedPlan),
           ]);
+          stacks = [...hitStacksSince(proxy.log, marks[0]), ...hitStacksSince(unreachable.log, marks[1])];
         }, 120_000);
+
+        it(`is recognised as ${client.stack} in the hit of every call, with its version`, () => {
+          const [command = '', ...args] = client.stackVersion;
+          const runtimeVersion = spawnSync(command, args, { encoding: 'utf8', timeout: 20_000 }).stdout;
+          expect(stacks).toHaveLength(Object.keys(calls).length + Object.keys(refused).length);
+          expect(new Set(stacks.map((stack) => `${stack.name} ${stack.version}`))).toEqual(new Set([`${client.stack} ${runtimeVersion}`]));
+        });
 
         const record = (name: string): CallRecord => {
           const found = calls[name];

@@ -1,9 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as soap from 'soap';
 import type { Catalog, Design, Product } from '../src/demo/catalog.js';
 import { parseXml } from '../src/xml/parse.js';
 import { childElements, type XmlElement } from '../src/xml/tree.js';
-import { STORE_PAGE_SIZE, demoCatalog, pairLogProblems, startProxyPair } from './support/clients.js';
+import { STORE_PAGE_SIZE, demoCatalog, hitStacksSince, pairLogProblems, startProxyPair } from './support/clients.js';
 import type { TestProxy } from './support/proxy.js';
 import {
   ampersandProduct,
@@ -502,4 +503,13 @@ describe.each(VERSIONS)('the soap package as a client, $name', (version) => {
       );
     });
   });
+});
+
+it('is recognised as node-soap, with its version, in the hit of every call it made', async () => {
+  const { version } = JSON.parse(await readFile(new URL('../node_modules/soap/package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  const stacks = [...hitStacksSince(proxy.log, 0), ...hitStacksSince(unreachable.log, 0)];
+  expect(stacks.length).toBeGreaterThan(20);
+  expect(new Set(stacks.map((stack) => `${stack.name} ${stack.version}`))).toEqual(new Set([`node-soap ${version}`]));
 });

@@ -1,5 +1,6 @@
 import type { FetchTrace, PageSource } from '../outbound/fetch.js';
 import type { Caller } from '../clients/directory.js';
+import type { ClientStack } from '../clients/stack.js';
 import type { RouteName } from '../config/schema.js';
 import type { DeprecationHit } from '../deprecation/hits.js';
 import { CallRefused, failureReason, UpstreamBusy } from '../errors.js';
@@ -23,6 +24,8 @@ export interface CallRecord {
   readonly pages: Readonly<Record<PageSource, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
+  /** The stack that made the call (src/clients/stack.ts). */
+  readonly stack: ClientStack;
   /** The call's span, while tracing is on. */
   readonly trace: FetchTrace | null;
 }
@@ -61,6 +64,8 @@ export function hitOf(record: CallRecord): DeprecationHit {
     pages: { ...record.pages },
     remoteAddress: redactCallerText(record.remoteAddress, apiKey),
     userAgent: redactCallerText(record.userAgent, apiKey),
+    clientStack: record.stack.name,
+    clientStackVersion: record.stack.version,
     ...(record.trace === null ? {} : { traceId: record.trace.traceId, spanId: record.trace.spanId }),
   };
 }

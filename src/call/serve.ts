@@ -12,6 +12,7 @@ import { credentialsRead, readCall } from './read.js';
 import { translatedEnding } from './translated.js';
 import type { ClientDirectory } from '../clients/directory.js';
 import type { Caller } from '../clients/directory.js';
+import { recognizeStack } from '../clients/stack.js';
 import type { Config, LegacyRoute, RouteName } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import { ClientClosedError, LegacyOriginError } from '../errors.js';
@@ -96,6 +97,7 @@ export function createCallServer(steps: CallSteps): CallServer {
         pages,
         remoteAddress,
         userAgent: request.headers['user-agent'] ?? null,
+        stack: recognizeStack({ headers: request.headers, soap: read?.binding === 'soap11' || read?.binding === 'soap12' }),
         trace: traced?.fetch ?? null,
       });
       if (hit.reason === 'internal') {

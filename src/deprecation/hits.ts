@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { levels, symbols } from 'pino';
 import type { PageSource } from '../outbound/fetch.js';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import type { ClientStackName } from '../clients/stack.js';
 import type { FailureReason } from '../errors.js';
 import type { BindingName } from '../inbound/binding.js';
 import { Ledger, type LedgerHit } from './ledger.js';
@@ -58,6 +59,10 @@ export interface DeprecationHit {
   readonly pages: Readonly<Record<PageSource, number>>;
   readonly remoteAddress: string | null;
   readonly userAgent: string | null;
+  /** The stack that made the call, from its User-Agent and the shape of its request (src/clients/stack.ts). */
+  readonly clientStack: ClientStackName;
+  /** That stack's version, where the request says one. */
+  readonly clientStackVersion: string | null;
   /** The call's trace and its server span, while tracing is on (docs/operating.md, "Traces"); absent otherwise. */
   readonly traceId?: string;
   readonly spanId?: string;
@@ -139,6 +144,8 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     pages: hit.pages,
     remoteAddress: loggable(hit.remoteAddress),
     userAgent: loggable(hit.userAgent),
+    clientStack: hit.clientStack,
+    clientStackVersion: hit.clientStackVersion,
     ...(hit.traceId === undefined ? {} : { traceId: hit.traceId, spanId: hit.spanId }),
     msg: `deprecated call ${hit.operation} (${hit.binding})`,
   };

@@ -46,6 +46,9 @@ export interface LedgerJson {
     readonly faults: number;
     readonly outcomes: Readonly<Record<Outcome, number>>;
     readonly example: string | null;
+    /** The stack of its latest call that named one (src/clients/stack.ts), and its version; null when none did. */
+    readonly clientStack: string | null;
+    readonly clientStackVersion: string | null;
   }[];
 }
 
@@ -72,6 +75,8 @@ export function ledgerJson(source: Ledger | LedgerView, { client, offset, limit 
       faults: entry.outcomes.fault,
       outcomes: entry.outcomes,
       example: entry.example?.successor ?? null,
+      clientStack: entry.stack?.name ?? null,
+      clientStackVersion: entry.stack?.version ?? null,
     })),
   };
 }

@@ -1,7 +1,8 @@
+import { stackOfRecord } from '../clients/stack.js';
 import { BINDING_NAMES } from '../inbound/binding.js';
 import { OPERATIONS } from '../operations.js';
 import { MAX_SUCCESSOR_LENGTH } from '../translate/plan.js';
-import { OUTCOMES, type Example, type LedgerEntry, type Outcome } from './ledger.js';
+import { OUTCOMES, type Example, type LedgerEntry, type Outcome, type SeenStack } from './ledger.js';
 
 /**
  * A ledger entry as the fleet keeps it in Redis: JSON (sealed by src/deprecation/fleet-ledger.ts),
@@ -41,6 +42,7 @@ export function entryOfRecord(bytes: Buffer, now: number): LedgerEntry | null {
     Number.isSafeInteger(at) && (at as number) >= EARLIEST && (at as number) <= now + CLOCK_SKEW_MS;
   const outcomes = outcomesOf(record.outcomes);
   const example = exampleOf(record.example, instant);
+  const stack = seenStackOf(record.stack, instant);
   if (
     typeof client !== 'string' ||
     !CLIENT.test(client) ||
@@ -54,10 +56,11 @@ export function entryOfRecord(bytes: Buffer, now: number): LedgerEntry | null {
     firstSeen > lastSeen ||
     outcomes === null ||
     calls !== OUTCOMES.reduce((sum, outcome) => sum + outcomes[outcome], 0) ||
-    example === undefined
+    example === undefined ||
+    stack === undefined
   )
     return null;
-  return { client, configured, operation, binding, firstSeen, lastSeen, calls, outcomes, example };
+  return { client, configured, operation, binding, firstSeen, lastSeen, calls, outcomes, example, stack };
 }
 
 /** Each outcome a count (a non-negative safe integer, and their sum too); null otherwise. */
@@ -68,6 +71,15 @@ function outcomesOf(value: unknown): Record<Outcome, number> | null {
   if (!counts.every((n) => Number.isSafeInteger(n) && (n as number) >= 0)) return null;
   const [ok, fault, shed, refused] = counts as [number, number, number, number];
   return Number.isSafeInteger(ok + fault + shed + refused) ? { ok, fault, shed, refused } : null;
+}
+
+/** The stack, null for none (an entry an older version wrote has no field); undefined when it is not one a call could have given. */
+function seenStackOf(value: unknown, instant: (at: unknown) => at is number): SeenStack | null | undefined {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'object') return undefined;
+  const { at, name, version } = value as Readonly<Record<string, unknown>>;
+  const stack = stackOfRecord(name, version);
+  return instant(at) && stack !== null ? { at, ...stack } : undefined;
 }
 
 /** The example, null for none; undefined when it is not one a call could have given. */

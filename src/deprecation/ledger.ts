@@ -8,6 +8,7 @@
  */
 
 import { SpaceSaving } from './space-saving.js';
+import type { ClientStackName } from '../clients/stack.js';
 
 export const OUTCOMES = ['ok', 'fault', 'shed', 'refused'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
@@ -21,12 +22,22 @@ export interface LedgerHit {
   readonly binding: string;
   readonly outcome: Outcome;
   readonly successor?: string | null;
+  /** The stack that made the call (src/clients/stack.ts); absent from hits of older versions. */
+  readonly clientStack?: ClientStackName;
+  readonly clientStackVersion?: string | null;
 }
 
 /** The replacement request of a successful call, and when that call was made. */
 export interface Example {
   readonly at: number;
   readonly successor: string;
+}
+
+/** The stack of the latest call that named one, and when that call was made. */
+export interface SeenStack {
+  readonly at: number;
+  readonly name: ClientStackName;
+  readonly version: string | null;
 }
 
 export interface LedgerEntry {
@@ -42,6 +53,8 @@ export interface LedgerEntry {
   readonly outcomes: Readonly<Record<Outcome, number>>;
   /** From the latest ok call that recorded its successor; null when none did. */
   readonly example: Example | null;
+  /** The stack of the latest call that named one; null when none did (a ledger of an older version). */
+  readonly stack: SeenStack | null;
 }
 
 /**
@@ -61,7 +74,9 @@ const keyOf = (client: string, operation: string, binding: string): string => `$
 
 const noCalls = (): Record<Outcome, number> => ({ ok: 0, fault: 0, shed: 0, refused: 0 });
 
-const later = (a: Example | null, b: Example | null): Example | null => (a === null || (b !== null && b.at >= a.at) ? b : a);
+/** Of two things seen (an example, a stack), the one seen last. */
+const later = <T extends { readonly at: number }>(a: T | null, b: T | null): T | null =>
+  a === null || (b !== null && b.at >= a.at) ? b : a;
 
 export class Ledger {
   readonly #entries = new Map<string, LedgerEntry>();
@@ -96,7 +111,9 @@ export class Ledger {
     // A configured client's label is its name; everyone else's is `other`.
     const configured = hit.clientLabel === hit.client;
     const { client, operation, binding } = hit;
-    return this.absorb({ client, configured, operation, binding, firstSeen: at, lastSeen: at, calls: 1, outcomes, example: successor });
+    const stack = hit.clientStack === undefined ? null : { at, name: hit.clientStack, version: hit.clientStackVersion ?? null };
+    const entry = { client, configured, operation, binding, firstSeen: at, lastSeen: at, calls: 1, outcomes, example: successor, stack };
+    return this.absorb(entry);
   }
 
   /** Counts a whole entry of another ledger (see mergeLedgers); returns the client it was counted under. */
@@ -144,6 +161,7 @@ export function combined(a: LedgerEntry, b: LedgerEntry): LedgerEntry {
       refused: a.outcomes.refused + b.outcomes.refused,
     },
     example: later(a.example, b.example),
+    stack: later(a.stack, b.stack),
   };
 }
 

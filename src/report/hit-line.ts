@@ -1,3 +1,4 @@
+import { stackOfRecord } from '../clients/stack.js';
 import { BINDING_NAMES } from '../inbound/binding.js';
 import { findOperation } from '../operations.js';
 import { MAX_SUCCESSOR_LENGTH } from '../translate/plan.js';
@@ -61,6 +62,8 @@ export function readHitLine(line: string): ReadLine {
   if (binding !== 'unknown' && !(BINDING_NAMES as readonly string[]).includes(binding))
     return malformed(`a hit with binding ${JSON.stringify(binding)}`);
   const successor = textOrNull(fields.successor);
+  // A stack the proxy would not have written (a line of an older version has none) is no stack, not a malformed line.
+  const stack = stackOfRecord(fields.clientStack, fields.clientStackVersion ?? null);
   return {
     kind: 'hit',
     hit: {
@@ -74,6 +77,7 @@ export function readHitLine(line: string): ReadLine {
       clientFingerprint: textOrNull(fields.clientFingerprint),
       team: cut(textOrNull(fields.team), MAX_CARD_LENGTH),
       contact: cut(textOrNull(fields.contact), MAX_CARD_LENGTH),
+      ...(stack === null ? {} : { clientStack: stack.name, clientStackVersion: stack.version }),
     },
   };
 }

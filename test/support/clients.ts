@@ -72,3 +72,18 @@ export function demoCatalog(proxy: Running): Catalog {
  * StoreLookup: a larger store takes several upstream pages.
  */
 export const STORE_PAGE_SIZE = 256;
+
+/** The stack of a hit line (src/clients/stack.ts). */
+export interface HitStack {
+  readonly name: string;
+  readonly version: string | null;
+}
+
+/** The stacks the hits in `log` from line `from` on name, one for each hit. */
+export function hitStacksSince(log: readonly string[], from: number): HitStack[] {
+  return log
+    .slice(from)
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((fields) => fields.event === 'deprecated_call')
+    .map((fields) => ({ name: String(fields.clientStack), version: (fields.clientStackVersion as string | null) ?? null }));
+}
