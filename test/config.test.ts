@@ -45,7 +45,7 @@ describe('configuration validation', () => {
     ],
     [
       { server: { operatorOnServicePort: ['/healthz'] } },
-      'server.operatorOnServicePort.0 must be one of "/metrics", "/ledger", got "/healthz".',
+      'server.operatorOnServicePort.0 must be one of "/metrics", "/ledger", "/clients", got "/healthz".',
     ],
     [{ server: { operatorOnServicePort: ['/metrics', '/metrics'] } }, 'server.operatorOnServicePort must not name a value twice.'],
     [

@@ -79,23 +79,26 @@ function connects(host: string, port: number): Promise<boolean> {
 }
 
 describe('the operator token (server.adminToken)', () => {
-  it('is required by /ledger: 401 with a Bearer challenge without it or with a wrong one, of any length; 200 with it', async () => {
-    const { admin } = await operatorApp({ adminToken: TOKEN });
-    const wrongSameLength = `${TOKEN.slice(0, -1)}Q`;
-    for (const headers of [{}, bearer(wrongSameLength), bearer('short'), bearer(`${TOKEN}-and-more`), { authorization: TOKEN }]) {
-      const response = await fetch(`${admin}/ledger`, { headers });
-      expect(response.status).toBe(401);
-      expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
-      const body = await response.text();
-      expect(body).not.toContain(CALLER);
-      expect(body).not.toContain(TOKEN);
-    }
-    for (const scheme of ['Bearer', 'bearer']) {
-      const response = await fetch(`${admin}/ledger`, { headers: { authorization: `${scheme} ${TOKEN}` } });
-      expect(response.status).toBe(200);
-      expect(await response.text()).toContain(CALLER);
-    }
-  });
+  it.each(['/ledger', '/clients', '/clients.html'])(
+    'is required by %s: 401 with a Bearer challenge without it or with a wrong one, of any length; 200 with it',
+    async (path) => {
+      const { admin } = await operatorApp({ adminToken: TOKEN });
+      const wrongSameLength = `${TOKEN.slice(0, -1)}Q`;
+      for (const headers of [{}, bearer(wrongSameLength), bearer('short'), bearer(`${TOKEN}-and-more`), { authorization: TOKEN }]) {
+        const response = await fetch(`${admin}${path}`, { headers });
+        expect(response.status).toBe(401);
+        expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+        const body = await response.text();
+        expect(body).not.toContain(CALLER);
+        expect(body).not.toContain(TOKEN);
+      }
+      for (const scheme of ['Bearer', 'bearer']) {
+        const response = await fetch(`${admin}${path}`, { headers: { authorization: `${scheme} ${TOKEN}` } });
+        expect(response.status).toBe(200);
+        expect(await response.text()).toContain(CALLER);
+      }
+    },
+  );
 
   it('is required by POST /reload', async () => {
     const { admin } = await operatorApp({ adminToken: TOKEN });
@@ -128,9 +131,11 @@ describe('the operator token (server.adminToken)', () => {
   it('without one, a listener written down beyond loopback refuses /ledger and /reload (403), not serve the network', async () => {
     // Configured for 0.0.0.0, listening on loopback here: what it answers follows what was written down.
     const { admin } = await operatorApp({ adminHost: '0.0.0.0' });
-    const ledger = await fetch(`${admin}/ledger`);
-    expect(ledger.status).toBe(403);
-    expect(await ledger.text()).not.toContain(CALLER);
+    for (const path of ['/ledger', '/clients', `/clients/${CALLER}`]) {
+      const ledger = await fetch(`${admin}${path}`);
+      expect(ledger.status).toBe(403);
+      expect(await ledger.text()).not.toContain(CALLER);
+    }
     expect((await fetch(`${admin}/reload`, { method: 'POST' })).status).toBe(403);
     expect((await fetch(`${admin}/metrics`)).status).toBe(200);
   });

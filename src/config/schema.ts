@@ -19,7 +19,7 @@ export const MAX_CACHE_SECONDS = 604_800;
 /** A secret (the fleet's HMAC keys, the operator token) a search over short keys cannot find: `openssl rand -hex 32` gives 64. */
 const MIN_SECRET_LENGTH = 32;
 /** The operator endpoints whose data is not for legacy callers (`/healthz` and `/readyz` are on every port). */
-export const OPERATOR_DATA_PATHS = ['/metrics', '/ledger'] as const;
+export const OPERATOR_DATA_PATHS = ['/metrics', '/ledger', '/clients'] as const;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const section = <P extends TProperties>(properties: P) => Type.Object(properties, { additionalProperties: false, default: {} });
@@ -349,6 +349,8 @@ export const ConfigSchema = Type.Object(
       clientIdKey: nullable(Type.String({ minLength: MIN_SECRET_LENGTH })),
       /** The fleet ledger's entries (docs/migration.md §3) are dropped from Redis after this many days without calls. */
       ledgerRetentionDays: integer(1, 3650, 90),
+      /** A client that has made no legacy call for this many days is `ok` (docs/migration.md, "A status per client"). */
+      quietDays: integer(1, 3650, 30),
     }),
     clients: Type.Array(client, { default: [] }),
     brownouts: Type.Array(brownout, { default: [] }),

@@ -85,13 +85,17 @@ const RULES: readonly (readonly [key: string, problem: (settings: Settings) => s
   ),
   ['server.adminToken', ({ server }) => patternedKey(server.adminToken, 'token')],
   [
-    // The service's port faces callers: the ledger there is for whoever holds the token, never for anyone.
+    // The service's port faces callers: the ledger and the clients there are for whoever holds the token, never for anyone.
     'server.operatorOnServicePort',
-    ({ server }) =>
-      server.operatorOnServicePort.includes('/ledger') &&
-      server.adminToken === null &&
-      'names "/ledger", which needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE) on the service\'s port: set one, or leave ' +
-        '"/ledger" to the operator listener.',
+    ({ server }) => {
+      const guarded = server.operatorOnServicePort.find((path) => path !== '/metrics');
+      return (
+        guarded !== undefined &&
+        server.adminToken === null &&
+        `names "${guarded}", which needs server.adminToken (ADMIN_TOKEN or ADMIN_TOKEN_FILE) on the service's port: set one, or ` +
+          `leave "${guarded}" to the operator listener.`
+      );
+    },
   ],
   ['clients', ({ clients }) => clientsProblem(clients)],
   [

@@ -43,7 +43,7 @@ export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstrea
  * either without credentials (the header goes to every caller) or a trailing slash (the successor
  * starts with one). With neither (the demo upstream), the link is a path on the same host.
  */
-function successorBaseOf({ deprecation, upstream }: Pick<Config, 'deprecation' | 'upstream'>): string {
+export function successorBaseOf({ deprecation, upstream }: Pick<Config, 'deprecation' | 'upstream'>): string {
   const configured = deprecation.successorBaseUrl ?? upstream.baseUrl;
   if (configured === null) return '';
   const base = new URL(configured);

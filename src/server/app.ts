@@ -38,6 +38,7 @@ import { createHealth, type Health } from './health.js';
 import { send } from '../inbound/send.js';
 import { targetReader } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
+import { type MigrationPolicy, migrationPolicyOf } from '../migration/clients.js';
 import { createOperatorRefusals } from './operator-refusals.js';
 import { operatorGuard } from './operator-token.js';
 import { createCallServer, type CallServer } from '../call/serve.js';
@@ -250,6 +251,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   // Before the catch-all route, which would otherwise take these paths.
   const { host, adminHost, adminToken, adminHostnames } = config.server;
+  const migration = (): MigrationPolicy => migrationPolicyOf(running);
   const refused = createOperatorRefusals(registry);
   await fastify.register(probeRoutes, { health, upstream: null });
   await fastify.register(operatorDataRoutes, {
@@ -258,13 +260,15 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     fleetLedger,
     paths: config.server.operatorOnServicePort,
     guard: operatorGuard({ token: adminToken, loopback: isLoopback(host), refused }),
+    migration,
+    now,
   });
   if (admin !== null) {
     const guard = operatorGuard({ token: adminToken, loopback: isLoopback(adminHost), refused });
     admin.addHook('onRequest', hostCheck(adminHostnames, refused));
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
-    await admin.register(operatorDataRoutes, { hits, registry, fleetLedger, paths: OPERATOR_DATA_PATHS, guard });
+    await admin.register(operatorDataRoutes, { hits, registry, fleetLedger, paths: OPERATOR_DATA_PATHS, guard, migration, now });
     await admin.register(reloadRoute, { reload: reloadFromSource, guard });
     fastify.addHook('onClose', async () => admin.close());
   }

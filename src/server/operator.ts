@@ -1,10 +1,14 @@
 import type { Registry } from 'prom-client';
 import { createExposition } from '../metrics/exposition.js';
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { htmlEncode } from '../aspnet/error-page.js';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import type { FleetLedger } from '../deprecation/fleet-ledger.js';
 import { ledgerText } from '../deprecation/ledger-page.js';
+import type { LedgerView } from '../deprecation/ledger-view.js';
+import { clientPage, clientsPage } from '../migration/client-page.js';
+import { clientMigration, clientsOf, type MigrationPolicy } from '../migration/clients.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
 
@@ -39,14 +43,22 @@ export interface OperatorDataOptions {
   /** The fleet's ledger (`redis.url`); null: `/ledger` shows this instance's. */
   readonly fleetLedger: FleetLedger | null;
   readonly paths: readonly OperatorDataPath[];
-  /** Who may read `/ledger` here (src/server/operator-token.ts). */
+  /** Who may read `/ledger` and `/clients` here (src/server/operator-token.ts). */
   readonly guard: onRequestHookHandler;
+  /** How `/clients` judges and shows a client's migration, from the configuration in force. */
+  readonly migration: () => MigrationPolicy;
+  readonly now: () => number;
 }
 
 export async function operatorDataRoutes(
   fastify: FastifyInstance,
-  { hits, registry, fleetLedger, paths, guard }: OperatorDataOptions,
+  { hits, registry, fleetLedger, paths, guard, migration, now }: OperatorDataOptions,
 ): Promise<void> {
+  // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
+  const readLedger = async (): Promise<{ view: LedgerView; scope: 'fleet' | 'instance' }> => {
+    const fleet = fleetLedger === null ? null : await fleetLedger.view();
+    return fleet === null ? { view: hits.ledgerView(), scope: 'instance' } : { view: fleet, scope: 'fleet' };
+  };
   if (paths.includes('/metrics')) {
     const expose = createExposition(registry);
     fastify.get('/metrics', async (request, reply) => {
@@ -57,12 +69,52 @@ export async function operatorDataRoutes(
   }
   if (paths.includes('/ledger')) {
     fastify.get('/ledger', { onRequest: guard }, async (request, reply) => {
-      // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
-      const fleet = fleetLedger === null ? null : await fleetLedger.view();
-      const { status, text } = ledgerText(fleet ?? hits.ledgerView(), fleet === null ? 'instance' : 'fleet', request.query);
-      return reply.code(status).type('application/json; charset=utf-8').send(text);
+      const { view, scope } = await readLedger();
+      const { status, text } = ledgerText(view, scope, request.query);
+      return reply.code(status).type(JSON_TYPE).send(text);
     });
   }
+  if (paths.includes('/clients')) {
+    const listed = async (reply: FastifyReply, html: boolean) => {
+      const { view, scope } = await readLedger();
+      const answer = clientsOf(view, migration(), now());
+      return html ? reply.type(HTML_TYPE).send(clientsPage(answer)) : reply.type(JSON_TYPE).send({ version: 1, scope, ...answer });
+    };
+    fastify.get('/clients', { onRequest: guard }, (request, reply) => listed(reply, wantsHtml(request)));
+    fastify.get('/clients.html', { onRequest: guard }, (_request, reply) => listed(reply, true));
+    fastify.get<{ Params: { client: string } }>('/clients/:client', { onRequest: guard }, async (request, reply) => {
+      const { view, scope } = await readLedger();
+      const policy = migration();
+      const asked = request.params.client;
+      // `NAME.html` is NAME's page, unless a client is named so (a configured name may hold dots).
+      const page = asked.endsWith('.html') && !view.byClient.has(asked);
+      const client = page ? asked.slice(0, -'.html'.length) : asked;
+      const html = page || wantsHtml(request);
+      const migrated = clientMigration(view, client, policy, now());
+      if (migrated === null) {
+        const message = `No legacy call of ${JSON.stringify(client)} is in the ledger (scope: ${scope}).`;
+        return html
+          ? reply.code(404).type(HTML_TYPE).send(clientsNotFoundPage(message))
+          : reply.code(404).type(JSON_TYPE).send({ statusCode: 404, error: 'Not Found', message });
+      }
+      return html ? reply.type(HTML_TYPE).send(clientPage(migrated)) : reply.type(JSON_TYPE).send({ version: 1, scope, ...migrated });
+    });
+  }
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const HTML_TYPE = 'text/html; charset=utf-8';
+
+/** A browser asks for HTML first; curl, scripts and dashboards ask for anything, and get JSON. */
+function wantsHtml(request: FastifyRequest): boolean {
+  return /(^|,)\s*text\/html\b/.test(request.headers.accept ?? '');
+}
+
+function clientsNotFoundPage(message: string): string {
+  return (
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Not found</title></head>' +
+    `<body><p>${htmlEncode(message)}</p></body></html>`
+  );
 }
 
 function upstreamJson(state: UpstreamHealthState): Record<string, unknown> {

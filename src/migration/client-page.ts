@@ -1,0 +1,73 @@
+import { htmlEncode } from '../aspnet/error-page.js';
+import type { ClientMigration, ClientsAnswer, ClientSummary } from './clients.js';
+
+/**
+ * `GET /clients.html` and `GET /clients/{client}.html`: the same answers as pages a migration lead can
+ * send a team. Everything shown came from calls (names, versions, requests) and is encoded; the page
+ * has no script and loads nothing.
+ */
+
+const STYLE = [
+  'body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;max-width:60rem;padding:0 1rem;color:#1b1f23}',
+  'table{border-collapse:collapse;width:100%;margin:1rem 0}',
+  'th,td{border-bottom:1px solid #d0d7de;padding:.4rem .6rem;text-align:left;vertical-align:top}',
+  'code{font-family:ui-monospace,monospace;word-break:break-all}',
+  '.status{display:inline-block;padding:.1rem .6rem;border-radius:1rem;font-weight:600}',
+  '.ok{background:#dafbe1}.yellow{background:#fff8c5}.red{background:#ffebe9}.deprecated{background:#eaeef2}',
+].join('');
+function page(title: string, body: string): string {
+  return (
+    `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
+    `<title>${htmlEncode(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`
+  );
+}
+
+/** The status as a coloured label: `ok`, `fix by <date>` (yellow or red), `overdue since <date>`, `deprecated`. */
+function statusLabel({ status, fixBy, urgency }: Pick<ClientSummary, 'status' | 'fixBy' | 'urgency'>): string {
+  const date = fixBy === null ? '' : fixBy.slice(0, 10);
+  const text = status === 'fix-by' ? `fix by ${date}` : status === 'overdue' ? `overdue since ${date}` : status;
+  const tone = urgency ?? (status === 'ok' ? 'ok' : 'deprecated');
+  return `<span class="status ${tone}">${htmlEncode(text)}</span>`;
+}
+
+const stackText = ({ stack, stackVersion }: Pick<ClientSummary, 'stack' | 'stackVersion'>): string =>
+  stack === null ? 'not known' : stackVersion === null ? stack : `${stack} ${stackVersion}`;
+
+export function clientsPage(answer: ClientsAnswer): string {
+  const rows = answer.clients.map(
+    (client) =>
+      `<tr><td><a href="clients/${encodeURIComponent(client.client)}.html">${htmlEncode(client.client)}</a></td>` +
+      `<td>${statusLabel(client)}</td><td>${htmlEncode(stackText(client))}</td><td>${client.calls}</td>` +
+      `<td>${htmlEncode(client.lastSeen)}</td></tr>`,
+  );
+  const sunset = answer.sunsetAt === null ? 'No sunset is set.' : `The legacy service is switched off on ${htmlEncode(answer.sunsetAt)}.`;
+  return page(
+    'Legacy catalog service: clients',
+    `<h1>Who still calls the legacy catalog service</h1><p>${sunset} A client that makes no legacy call for ` +
+      `${answer.quietDays} days is ok.</p><table><thead><tr><th>client</th><th>status</th><th>stack</th><th>calls</th>` +
+      `<th>last call</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
+  );
+}
+
+export function clientPage(client: ClientMigration): string {
+  const card = [client.team, client.contact].filter((text): text is string => text !== null).map(htmlEncode);
+  const rows = client.operations.map(
+    (use) =>
+      `<tr><td>${htmlEncode(use.operation)}</td><td>${htmlEncode(use.binding)}</td><td>${use.calls}</td>` +
+      `<td>${htmlEncode(use.lastSeen)}</td><td>${
+        use.replacement.length === 0
+          ? `<code>${htmlEncode(use.endpoint)}</code> (no successful call of yours recorded its request)`
+          : use.replacement.map((url) => `<code>${htmlEncode(url)}</code>`).join('<br>')
+      }</td></tr>`,
+  );
+  return page(
+    `Legacy catalog service: ${client.client}`,
+    `<h1>${htmlEncode(client.client)}</h1>${card.length === 0 ? '' : `<p>${card.join(' · ')}</p>`}` +
+      `<p>${statusLabel(client)}</p><p>Stack: ${htmlEncode(stackText(client))}. ${client.calls} legacy calls from ` +
+      `${htmlEncode(client.firstSeen)} to ${htmlEncode(client.lastSeen)}.</p>` +
+      `<h2>What to call instead</h2><p>Each legacy operation you call, and the request to the new API that replaces ` +
+      `your latest successful call of it. Add your appKey to each request.</p>` +
+      `<table><thead><tr><th>operation</th><th>binding</th><th>calls</th><th>last call</th><th>replacement</th></tr></thead>` +
+      `<tbody>${rows.join('')}</tbody></table>`,
+  );
+}

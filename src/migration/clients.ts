@@ -1,0 +1,127 @@
+import type { ClientStackName } from '../clients/stack.js';
+import type { Config } from '../config/schema.js';
+import { successorBaseOf } from '../deprecation/headers.js';
+import { FOLDED_CLIENT, type LedgerEntry } from '../deprecation/ledger.js';
+import type { LedgerView } from '../deprecation/ledger-view.js';
+import { findOperation } from '../operations.js';
+import { type ClientStatus, clientStatus, type StatusPolicy, statusRank } from './status.js';
+
+/**
+ * Each client's migration, from the ledger (the fleet's, or this instance's): its status, its stack,
+ * what it calls and the `.cp` request that replaces each, from one of its own calls. Pure: a view and
+ * the policy in, the answer out; `GET /clients` and `GET /clients/{client}` (src/server/operator.ts)
+ * serve it.
+ */
+
+export interface MigrationPolicy extends StatusPolicy {
+  /** Where callers reach the `.cp` endpoints (src/deprecation/headers.ts, `successorBaseOf`); '' for a path on the same host. */
+  readonly successorBase: string;
+  /** The configured clients' cards. */
+  readonly cards: ReadonlyMap<string, { readonly team: string | null; readonly contact: string | null }>;
+}
+
+export function migrationPolicyOf(config: Config): MigrationPolicy {
+  return {
+    sunsetAt: config.deprecation.sunsetAt,
+    quietDays: config.deprecation.quietDays,
+    successorBase: successorBaseOf(config),
+    cards: new Map(config.clients.map(({ name, team, contact }) => [name, { team, contact }])),
+  };
+}
+
+export interface OperationUse {
+  readonly operation: string;
+  readonly binding: string;
+  readonly calls: number;
+  readonly lastSeen: string;
+}
+
+export interface ClientSummary extends ClientStatus {
+  readonly client: string;
+  /** Named in the `clients` table; else `client` is the fingerprint of its key. */
+  readonly configured: boolean;
+  /** The stack of its latest call that named one (src/clients/stack.ts); null when none did. */
+  readonly stack: ClientStackName | null;
+  readonly stackVersion: string | null;
+  readonly firstSeen: string;
+  readonly lastSeen: string;
+  readonly calls: number;
+  readonly operations: readonly OperationUse[];
+}
+
+export interface OperationMigration extends OperationUse {
+  /** The `.cp` endpoint that replaces the operation. */
+  readonly endpoint: string;
+  /**
+   * The `.cp` request(s) that replace its latest successful call, with that call's parameters and
+   * paging, the key left out; empty when no successful call of it was recorded.
+   */
+  readonly replacement: readonly string[];
+}
+
+export interface ClientMigration extends Omit<ClientSummary, 'operations'> {
+  readonly team: string | null;
+  readonly contact: string | null;
+  readonly operations: readonly OperationMigration[];
+}
+
+export interface ClientsAnswer {
+  readonly sunsetAt: string | null;
+  readonly quietDays: number;
+  /** Calls of unnamed callers the ledger could not hold apart (`other`, docs/migration.md §3): in no client. */
+  readonly folded: number;
+  readonly clients: readonly ClientSummary[];
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function summaryOf(client: string, entries: readonly LedgerEntry[], policy: StatusPolicy, now: number): ClientSummary {
+  const lastSeen = Math.max(...entries.map((entry) => entry.lastSeen));
+  const stack = entries.reduce<LedgerEntry['stack']>(
+    (latest, entry) => (entry.stack !== null && (latest === null || entry.stack.at > latest.at) ? entry.stack : latest),
+    null,
+  );
+  return {
+    client,
+    configured: entries.some((entry) => entry.configured),
+    ...clientStatus(lastSeen, now, policy),
+    stack: stack?.name ?? null,
+    stackVersion: stack?.version ?? null,
+    firstSeen: iso(Math.min(...entries.map((entry) => entry.firstSeen))),
+    lastSeen: iso(lastSeen),
+    calls: entries.reduce((sum, entry) => sum + entry.calls, 0),
+    operations: entries.map((entry) => ({
+      operation: entry.operation,
+      binding: entry.binding,
+      calls: entry.calls,
+      lastSeen: iso(entry.lastSeen),
+    })),
+  };
+}
+
+/** Every client of the view, worst status first, then most calls. */
+export function clientsOf(view: LedgerView, policy: StatusPolicy, now: number): ClientsAnswer {
+  const clients = [...view.byClient]
+    .filter(([client]) => client !== FOLDED_CLIENT)
+    .map(([client, { entries }]) => summaryOf(client, entries, policy, now))
+    .sort((a, b) => statusRank(a) - statusRank(b) || b.calls - a.calls || (a.client < b.client ? -1 : a.client > b.client ? 1 : 0));
+  return { sunsetAt: policy.sunsetAt, quietDays: policy.quietDays, folded: view.folded, clients };
+}
+
+/** One client's migration; null when the view holds no call of it. */
+export function clientMigration(view: LedgerView, client: string, policy: MigrationPolicy, now: number): ClientMigration | null {
+  const own = client === FOLDED_CLIENT ? undefined : view.byClient.get(client);
+  if (own === undefined) return null;
+  const summary = summaryOf(client, own.entries, policy, now);
+  const card = policy.cards.get(client);
+  return {
+    ...summary,
+    team: card?.team ?? null,
+    contact: card?.contact ?? null,
+    operations: own.entries.map((entry, index) => ({
+      ...(summary.operations[index] as OperationUse),
+      endpoint: findOperation(entry.operation)?.replacement ?? '',
+      replacement: entry.example === null ? [] : [`${policy.successorBase}${entry.example.successor}`],
+    })),
+  };
+}
