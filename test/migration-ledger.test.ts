@@ -93,6 +93,11 @@ describe('the ledger', () => {
     ]);
     expect(ledger.entries()[0]?.stack).toEqual({ at: T0 + 2 * MINUTE, name: 'php-soapclient', version: '8.2.36' });
     expect(ledgerJson(ledger).entries[0]).toMatchObject({ clientStack: 'php-soapclient', clientStackVersion: '8.2.36' });
+    // One later call of a stack not known (a script of its own) does not hide the one behind it.
+    ledger.add({ ...hit('a'), clientStack: 'unknown', clientStackVersion: null }, T0 + 4 * MINUTE);
+    expect(ledger.entries()[0]?.stack).toMatchObject({ name: 'php-soapclient', version: '8.2.36' });
+    ledger.add({ ...hit('a'), clientStack: 'node-soap', clientStackVersion: '1.13.0' }, T0 + 5 * MINUTE);
+    expect(ledger.entries()[0]?.stack).toEqual({ at: T0 + 5 * MINUTE, name: 'node-soap', version: '1.13.0' });
   });
 
   it('keeps the unnamed callers that call most: a new one takes the place of the least counted, whose calls go to "other"', () => {

@@ -65,7 +65,8 @@ export function hitOf(record: CallRecord): DeprecationHit {
     remoteAddress: redactCallerText(record.remoteAddress, apiKey),
     userAgent: redactCallerText(record.userAgent, apiKey),
     clientStack: record.stack.name,
-    clientStackVersion: record.stack.version,
+    // Read from the User-Agent as it came: a version that holds the key (`PHP-SOAP/8.2+<key>`) is not kept.
+    clientStackVersion: redactCallerText(record.stack.version, apiKey) === record.stack.version ? record.stack.version : null,
     ...(record.trace === null ? {} : { traceId: record.trace.traceId, spanId: record.trace.spanId }),
   };
 }

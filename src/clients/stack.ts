@@ -6,8 +6,9 @@ import type { IncomingHttpHeaders } from 'node:http';
  * code for its own stack; the hit, the ledger and the client pages carry it.
  *
  * Read from the User-Agent first, which every stack below sends unless told otherwise, then from the
- * shape of the request where a stack sends no telling User-Agent (Python's urllib under suds, Perl's
- * LWP under SOAP::WSDL, .NET's `Expect: 100-continue`). A new stack is one row of STACKS.
+ * shape of the request where a stack sends no telling User-Agent (suds sends Python's urllib's, a
+ * .NET client with its User-Agent changed still asks `Expect: 100-continue`). A new stack is one row
+ * of STACKS.
  */
 
 export const CLIENT_STACK_NAMES = [
@@ -60,7 +61,6 @@ const STACKS: readonly StackRow[] = [
   // PHP's ext/soap: `PHP-SOAP/8.2.7`, or `PHP-SOAP-CURL` builds.
   { name: 'php-soapclient', userAgent: new RegExp(`^PHP-SOAP(?:-CURL)?/${VERSION}`) },
   { name: 'python-zeep', userAgent: new RegExp(`^Zeep/${VERSION}`) },
-  { name: 'python-suds', userAgent: new RegExp(`^suds(?:-community|-py3|-jurko)?/${VERSION}`, 'i') },
   // The JAX-WS reference implementation (Metro, the JDK's own before 11) and Apache CXF.
   { name: 'java-jaxws', userAgent: new RegExp(`^(?:JAX-WS RI|Apache-CXF)[ /]${VERSION}`) },
   { name: 'java-axis1', userAgent: new RegExp(`^Axis/${VERSION}`) },
@@ -69,9 +69,11 @@ const STACKS: readonly StackRow[] = [
   { name: 'perl-soapwsdl', userAgent: new RegExp(`^SOAP::WSDL[ /]${VERSION}`) },
   { name: 'node-soap', userAgent: new RegExp(`^node-soap/${VERSION}`) },
   { name: 'curl', userAgent: new RegExp(`^curl/${VERSION}`) },
-  // A page's form or a script in a browser: the help page's test form posts so.
-  { name: 'browser', userAgent: new RegExp(`^Mozilla/5\\.0 .*(?:Firefox|Chrome|Version)/${VERSION}`) },
-  // suds on Python's urllib, SOAP::WSDL on LWP and JAX-WS on the JDK's HTTP client send their HTTP client's name.
+  // A page's form or a script in a browser: the help page's test form posts so. The last of these
+  // names is the browser's own (Edge and Opera name Chrome before themselves, Safari its Version).
+  { name: 'browser', userAgent: new RegExp(`^Mozilla/5\\.0 .*(?:Edg|OPR|CriOS|FxiOS|Firefox|Chrome|Version)/${VERSION}`) },
+  // suds (which sets none) sends Python's urllib's User-Agent, a Perl SOAP call over plain LWP its own,
+  // JAX-WS on the JDK's HTTP client the JDK's: on a SOAP call, that is the stack.
   { name: 'python-suds', userAgent: /^Python-urllib\//, soapOnly: true },
   { name: 'perl-soapwsdl', userAgent: /^libwww-perl\//, soapOnly: true },
   { name: 'java-jaxws', userAgent: /^Java\//, soapOnly: true },
@@ -80,8 +82,6 @@ const STACKS: readonly StackRow[] = [
     name: 'dotnet-wsdl',
     shape: ({ headers, soap }) => soap && headers.expect === '100-continue' && /^".*"$/.test(String(headers.soapaction ?? '')),
   },
-  // A browser that sends no telling User-Agent still says where its form came from.
-  { name: 'browser', shape: ({ headers, soap }) => !soap && headers['sec-fetch-mode'] !== undefined },
 ];
 
 /** Longer is not a version any of these stacks writes. */
@@ -106,10 +106,12 @@ export function recognizeStack(signals: StackSignals): ClientStack {
   return UNKNOWN_STACK;
 }
 
-/** The stack a ledger record or a log line names, or null when it names none that this service knows. */
+const WHOLE_VERSION = new RegExp(`^${VERSION}$`);
+
+/** The stack a ledger record or a log line names, or null when it names none that this service could have written. */
 export function stackOfRecord(name: unknown, version: unknown): ClientStack | null {
   if (typeof name !== 'string' || !(CLIENT_STACK_NAMES as readonly string[]).includes(name)) return null;
   if (version === null) return { name: name as ClientStackName, version: null };
-  if (typeof version !== 'string' || version.length > VERSION_LENGTH || !new RegExp(`^${VERSION}$`).test(version)) return null;
+  if (name === 'unknown' || typeof version !== 'string' || version.length > VERSION_LENGTH || !WHOLE_VERSION.test(version)) return null;
   return { name: name as ClientStackName, version };
 }

@@ -46,7 +46,7 @@ export interface LedgerJson {
     readonly faults: number;
     readonly outcomes: Readonly<Record<Outcome, number>>;
     readonly example: string | null;
-    /** The stack of its latest call that named one (src/clients/stack.ts), and its version; null when none did. */
+    /** The stack of its latest call, a known one before `unknown` (src/clients/stack.ts), and its version; null when no call named one. */
     readonly clientStack: string | null;
     readonly clientStackVersion: string | null;
   }[];

@@ -53,7 +53,7 @@ export interface LedgerEntry {
   readonly outcomes: Readonly<Record<Outcome, number>>;
   /** From the latest ok call that recorded its successor; null when none did. */
   readonly example: Example | null;
-  /** The stack of the latest call that named one; null when none did (a ledger of an older version). */
+  /** The stack of the latest call, a known one before `unknown`; null when no call named one (a ledger of an older version). */
   readonly stack: SeenStack | null;
 }
 
@@ -144,6 +144,12 @@ export class Ledger {
   }
 }
 
+/** The stack seen last, but a known one over `unknown`: one curl call with a key does not hide the SOAP stack behind it. */
+export function laterStack(a: SeenStack | null, b: SeenStack | null): SeenStack | null {
+  if (a !== null && b !== null && (a.name === 'unknown') !== (b.name === 'unknown')) return a.name === 'unknown' ? b : a;
+  return later(a, b);
+}
+
 /** The calls of `a` and `b`, one client, operation and binding's, as one entry. */
 export function combined(a: LedgerEntry, b: LedgerEntry): LedgerEntry {
   return {
@@ -161,7 +167,7 @@ export function combined(a: LedgerEntry, b: LedgerEntry): LedgerEntry {
       refused: a.outcomes.refused + b.outcomes.refused,
     },
     example: later(a.example, b.example),
-    stack: later(a.stack, b.stack),
+    stack: laterStack(a.stack, b.stack),
   };
 }
 

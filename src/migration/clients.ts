@@ -1,7 +1,7 @@
 import type { ClientStackName } from '../clients/stack.js';
 import type { Config } from '../config/schema.js';
 import { successorBaseOf } from '../deprecation/headers.js';
-import { FOLDED_CLIENT, type LedgerEntry } from '../deprecation/ledger.js';
+import { FOLDED_CLIENT, type LedgerEntry, laterStack } from '../deprecation/ledger.js';
 import type { LedgerView } from '../deprecation/ledger-view.js';
 import { findOperation } from '../operations.js';
 import { type ClientStatus, clientStatus, type StatusPolicy, statusRank } from './status.js';
@@ -77,10 +77,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 function summaryOf(client: string, entries: readonly LedgerEntry[], policy: StatusPolicy, now: number): ClientSummary {
   const lastSeen = Math.max(...entries.map((entry) => entry.lastSeen));
-  const stack = entries.reduce<LedgerEntry['stack']>(
-    (latest, entry) => (entry.stack !== null && (latest === null || entry.stack.at > latest.at) ? entry.stack : latest),
-    null,
-  );
+  const stack = entries.reduce<LedgerEntry['stack']>((latest, entry) => laterStack(latest, entry.stack), null);
   return {
     client,
     configured: entries.some((entry) => entry.configured),
