@@ -7,7 +7,7 @@ import { parseXml } from '../src/xml/parse.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
 import { startRecordedApp, type RecordedApp } from './support/recorded-app.js';
-import { SOAP12_CONTENT_TYPE, UNABLE_TO_PROCESS, XML_CONTENT_TYPE, expectedFault } from './support/wire.js';
+import { SELF_SERVICE_LINK, SOAP12_CONTENT_TYPE, UNABLE_TO_PROCESS, XML_CONTENT_TYPE, expectedFault } from './support/wire.js';
 
 const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
@@ -279,7 +279,7 @@ describe('through the front door, on a clock the test sets', () => {
       if (binding === 'httpGet') expect(body).toBe(REFUSAL_TEXT);
       // The window closes at 10:30: 20 minutes on.
       expect(response.headers.get('retry-after')).toBe('1200');
-      expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${SUCCESSOR}>; rel="successor-version"`);
+      expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${SUCCESSOR}>; rel="successor-version", ${SELF_SERVICE_LINK}`);
       expect(response.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT');
       expect(recorded.upstream.requests).toEqual([]);
       // The hit is the only line about the call.
@@ -350,7 +350,7 @@ describe('through the front door, on a clock the test sets', () => {
       'deprecated and will be switched off on 2027-06-30T00:00:00Z. Use /product.search.cp instead.';
     expectRefusal('soap11', response, body, text);
     expect(response.headers.get('retry-after')).toBe('2700');
-    expect(response.headers.get('link')).toBeNull();
+    expect(response.headers.get('link')).toBe(SELF_SERVICE_LINK);
     expect(hits()[0]).toMatchObject({ client: 'shop', outcome: 'refused', reason: 'brownout', successor: null });
   });
 

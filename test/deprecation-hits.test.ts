@@ -9,6 +9,7 @@ import { TEST_CLIENT_ID_KEY } from './support/config.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
 import { startRecordedApp, type RecordedApp } from './support/recorded-app.js';
+import { SELF_SERVICE_LINK } from './support/wire.js';
 
 /**
  * Every call is one deprecation hit with the same fields, whichever binding it came in on: the
@@ -313,16 +314,16 @@ describe('the successor-version link of each answer', () => {
       expect(response.status).toBe(200);
       // Items 60..79 are page 4 of 20 (docs/upstream.md §3): the request a migrated client sends.
       const successor = '/product.search.cp?v=3&query=red+dog&merchandiseIds=1&sort=by_date_desc&pageNumber=4&resultsPerPage=20';
-      expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${successor}>; rel="successor-version"`);
+      expect(response.headers.get('link')).toBe(`<${recorded.upstream.origin}${successor}>; rel="successor-version", ${SELF_SERVICE_LINK}`);
       expect((await hitOf(response)).successor).toBe(successor);
       expect(response.headers.get('link')).not.toContain('secret-key');
     },
   );
 
-  it('is left out when the call was not translated (a fault of the request)', async () => {
+  it("is left out when the call was not translated (a fault of the request): the caller's self-service page is all", async () => {
     const response = await call('httpGet', 'ProductLookup', { productNumber: 'x' });
     expect(response.status).toBe(500);
-    expect(response.headers.get('link')).toBeNull();
+    expect(response.headers.get('link')).toBe(SELF_SERVICE_LINK);
   });
 
   it.each(['https://open-api.example.com/', 'https://user:secret@open-api.example.com//'])(
@@ -330,7 +331,7 @@ describe('the successor-version link of each answer', () => {
     (successorBaseUrl) => {
       const { linkFor } = deprecationSignals(validateConfig({ deprecation: { successorBaseUrl } }));
       expect(linkFor('/product.search.cp?v=3&query=dog')).toBe(
-        '<https://open-api.example.com/product.search.cp?v=3&query=dog>; rel="successor-version"',
+        `<https://open-api.example.com/product.search.cp?v=3&query=dog>; rel="successor-version", ${SELF_SERVICE_LINK}`,
       );
     },
   );

@@ -8,6 +8,7 @@ import { rawRequest, type RawRequest, type RawResponse } from './support/raw-htt
 import {
   INT32_OUT_OF_RANGE,
   NOT_AN_INT32,
+  SELF_SERVICE_LINK,
   SERVICE_NAMESPACE,
   SOAP11_ENV,
   SOAP12_CONTENT_TYPE,
@@ -753,11 +754,28 @@ describe('§9 deprecation headers, defaults (no sunset, no configured links)', (
       const res = await proxy().send(req);
       expect(res.headers.deprecation).toBe('@1767225600');
       expect(res.headers.sunset).toBeUndefined();
-      // Only a translated call has a replacement request of its own (src/translate/plan.ts successorOf).
-      if (answered) expect(res.headers.link).toMatch(/^<[^>]*\/product\.search\.cp\?v=3&query=dog>; rel="successor-version"$/);
-      else expect(res.headers.link).toBeUndefined();
+      // Only a translated call has a replacement request of its own (src/translate/plan.ts successorOf); every answer
+      // points the caller at its own self-service page (issue 31, item 4).
+      const links = [res.headers.link ?? []].flat().flatMap((value) => value.split(/,\s*(?=<)/));
+      if (answered)
+        expect(links).toEqual([
+          expect.stringMatching(/^<[^>]*\/product\.search\.cp\?v=3&query=dog>; rel="successor-version"$/),
+          SELF_SERVICE_LINK,
+        ]);
+      else expect(links).toEqual([SELF_SERVICE_LINK]);
     },
   );
+});
+
+describe('§9 deprecation headers, with deprecation.selfService off and no policyUrl', () => {
+  const proxy = useProxy({ deprecation: { selfService: false } });
+
+  it.each(EVERY_KIND_OF_ANSWER.filter(({ status }) => status !== 413))('$kind: no deprecation link', async ({ req, answered }) => {
+    const res = await proxy().send(req);
+    expect(res.headers.deprecation).toBe('@1767225600');
+    if (answered) expect(res.headers.link).toMatch(/^<[^>]*\/product\.search\.cp\?v=3&query=dog>; rel="successor-version"$/);
+    else expect(res.headers.link).toBeUndefined();
+  });
 });
 
 describe('help samples use the public address', () => {

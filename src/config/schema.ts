@@ -351,6 +351,8 @@ export const ConfigSchema = Type.Object(
       ledgerRetentionDays: integer(1, 3650, 90),
       /** A client that has made no legacy call for this many days is `ok` (docs/migration.md, "A status per client"). */
       quietDays: integer(1, 3650, 30),
+      /** `GET /deprecation/status` on the service port: a caller reads its own migration with its own key. */
+      selfService: Type.Boolean({ default: true }),
     }),
     clients: Type.Array(client, { default: [] }),
     brownouts: Type.Array(brownout, { default: [] }),

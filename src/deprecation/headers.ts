@@ -6,13 +6,16 @@ import type { Config } from '../config/schema.js';
  * own `successor-version` link differs from answer to answer, and with it the relation of
  * `deprecation.successorUrl`.
  */
+/** Where a caller reads its own migration (src/server/self-service.ts), outside the service path. */
+export const SELF_SERVICE_PATH = '/deprecation/status';
+
 export interface DeprecationSignals {
   readonly headers: Readonly<Record<string, string>>;
   /** The Link header of a call whose replacement is `successor` (`successorOf`, a path and query). */
   linkFor(successor: string): string;
 }
 
-export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstream'>): DeprecationSignals {
+export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstream' | 'server'>): DeprecationSignals {
   const { deprecation } = config;
   const headers: Record<string, string> = {
     deprecation: `@${Math.floor(Date.parse(deprecation.deprecatedAt) / 1000)}`,
@@ -22,6 +25,11 @@ export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstrea
   if (deprecation.policyUrl !== null) {
     links.push(`<${deprecation.policyUrl}>; rel="deprecation"; type="text/html"`);
     if (deprecation.sunsetAt !== null) links.push(`<${deprecation.policyUrl}>; rel="sunset"; type="text/html"`);
+  } else if (deprecation.selfService) {
+    // Without a policy page of the operator's, the caller's own migration is the page to read: at the
+    // public address where one is set, else on the host the caller called.
+    const base = config.server.publicBaseUrl?.replace(/\/+$/, '') ?? '';
+    links.push(`<${base}${SELF_SERVICE_PATH}>; rel="deprecation"; type="text/html"`);
   }
   const successorUrlAs = (relation: string): string[] =>
     deprecation.successorUrl === null ? [] : [`<${deprecation.successorUrl}>; rel="${relation}"`];

@@ -71,3 +71,8 @@ export function clientPage(client: ClientMigration): string {
       `<tbody>${rows.join('')}</tbody></table>`,
   );
 }
+
+/** The self-service page for a key no legacy call was seen with. */
+export function noCallsPage(message: string): string {
+  return page('Legacy catalog service: your migration', `<h1>Your migration</h1><p>${htmlEncode(message)}</p>`);
+}

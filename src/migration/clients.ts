@@ -122,3 +122,38 @@ export function clientMigration(view: LedgerView, client: string, policy: Migrat
     })),
   };
 }
+
+/** Who asks for its own migration (src/server/self-service.ts): the caller its key names. */
+export interface KeyHolder {
+  /** A configured client's name, else the fingerprint of the key. */
+  readonly name: string;
+  readonly configured: boolean;
+  readonly team: string | null;
+  readonly contact: string | null;
+}
+
+/** The answer to a key no legacy call was seen with: the shape of a client's migration, nothing in it. */
+export interface NoCallsSeen extends Omit<ClientMigration, 'firstSeen' | 'lastSeen'> {
+  readonly firstSeen: null;
+  readonly lastSeen: null;
+}
+
+export const NO_CALLS_SEEN = 'No legacy calls seen for this key.';
+
+export function noCallsSeen(holder: KeyHolder): NoCallsSeen {
+  return {
+    client: holder.name,
+    configured: holder.configured,
+    team: holder.team,
+    contact: holder.contact,
+    status: 'ok',
+    fixBy: null,
+    urgency: null,
+    stack: null,
+    stackVersion: null,
+    firstSeen: null,
+    lastSeen: null,
+    calls: 0,
+    operations: [],
+  };
+}

@@ -8,7 +8,7 @@ import { createRefuser } from '../brownouts/refusal.js';
 import { scheduleOf, type Schedule } from '../brownouts/schedule.js';
 import { createPageCache, type PageCache } from '../cache/page-cache.js';
 import { createAdmission } from '../call/admission.js';
-import { createClientDirectory } from '../clients/directory.js';
+import { type ClientDirectory, createClientDirectory } from '../clients/directory.js';
 import { clientFingerprint } from '../clients/fingerprint.js';
 import { isLoopback } from '../config/loopback.js';
 import { reloaded, type Reloaded } from '../config/reload.js';
@@ -38,6 +38,8 @@ import { createHealth, type Health } from './health.js';
 import { send } from '../inbound/send.js';
 import { targetReader } from './http.js';
 import { operatorDataRoutes, probeRoutes } from './operator.js';
+import { ledgerSource } from './ledger-source.js';
+import { selfServiceRoute } from './self-service.js';
 import { type MigrationPolicy, migrationPolicyOf } from '../migration/clients.js';
 import { createOperatorRefusals } from './operator-refusals.js';
 import { operatorGuard } from './operator-token.js';
@@ -202,12 +204,14 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   registerBrownoutGauge(registry, () => configured.schedule, now);
   const configuredFor = (current: Config): Configured => {
     const schedule = scheduleOf(current);
+    const identify = createClientDirectory(current.clients, current.deprecation.clientIdKey);
     return {
       schedule,
+      identify,
       serveCall: createCallServer({
         config: current,
         fetchPage,
-        identify: createClientDirectory(current.clients, current.deprecation.clientIdKey),
+        identify,
         admission,
         context: translateContext(current),
         fetchPlan,
@@ -254,10 +258,18 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const migration = (): MigrationPolicy => migrationPolicyOf(running);
   const refused = createOperatorRefusals(registry);
   await fastify.register(probeRoutes, { health, upstream: null });
+  const ledger = ledgerSource(hits, fleetLedger);
+  await fastify.register(selfServiceRoute, {
+    ledger,
+    identify: () => configured.identify,
+    migration,
+    enabled: () => running.deprecation.selfService,
+    now,
+    otherwise: dispatch,
+  });
   await fastify.register(operatorDataRoutes, {
-    hits,
     registry,
-    fleetLedger,
+    ledger,
     paths: config.server.operatorOnServicePort,
     guard: operatorGuard({ token: adminToken, loopback: isLoopback(host), refused }),
     migration,
@@ -268,7 +280,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     admin.addHook('onRequest', hostCheck(adminHostnames, refused));
     admin.addHook('onListen', async () => health.listening(OPERATOR_LISTENER));
     await admin.register(probeRoutes, { health, upstream: upstreamHealth });
-    await admin.register(operatorDataRoutes, { hits, registry, fleetLedger, paths: OPERATOR_DATA_PATHS, guard, migration, now });
+    await admin.register(operatorDataRoutes, { registry, ledger, paths: OPERATOR_DATA_PATHS, guard, migration, now });
     await admin.register(reloadRoute, { reload: reloadFromSource, guard });
     fastify.addHook('onClose', async () => admin.close());
   }
@@ -322,6 +334,8 @@ interface Configured {
   readonly schedule: Schedule;
   readonly serveCall: CallServer;
   readonly addSignals: SignalAdder;
+  /** Who a key names (the callers' self-service asks too). */
+  readonly identify: ClientDirectory;
 }
 
 const SERVICE_LISTENER = 'service';

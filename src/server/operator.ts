@@ -1,16 +1,15 @@
 import type { Registry } from 'prom-client';
 import { createExposition } from '../metrics/exposition.js';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { htmlEncode } from '../aspnet/error-page.js';
+import type { FastifyInstance, FastifyReply, onRequestHookHandler } from 'fastify';
+import { HTML_CONTENT_TYPE, htmlEncode } from '../aspnet/error-page.js';
 import type { OPERATOR_DATA_PATHS } from '../config/schema.js';
-import type { HitRecorder } from '../deprecation/hits.js';
-import type { FleetLedger } from '../deprecation/fleet-ledger.js';
 import { ledgerText } from '../deprecation/ledger-page.js';
-import type { LedgerView } from '../deprecation/ledger-view.js';
 import { clientPage, clientsPage } from '../migration/client-page.js';
 import { clientMigration, clientsOf, type MigrationPolicy } from '../migration/clients.js';
 import type { UpstreamHealth, UpstreamHealthState } from '../outbound/upstream-health.js';
 import type { Health } from './health.js';
+import type { LedgerSource } from './ledger-source.js';
+import { JSON_CONTENT_TYPE, wantsHtml } from './negotiation.js';
 
 /**
  * What the operator's tools ask. `/healthz` (alive) and `/readyz` (should get calls) are on every
@@ -38,10 +37,9 @@ export async function probeRoutes(fastify: FastifyInstance, { health, upstream }
 }
 
 export interface OperatorDataOptions {
-  readonly hits: HitRecorder;
   readonly registry: Registry;
-  /** The fleet's ledger (`redis.url`); null: `/ledger` shows this instance's. */
-  readonly fleetLedger: FleetLedger | null;
+  /** The fleet's ledger when Redis answers, else this instance's. */
+  readonly ledger: LedgerSource;
   readonly paths: readonly OperatorDataPath[];
   /** Who may read `/ledger` and `/clients` here (src/server/operator-token.ts). */
   readonly guard: onRequestHookHandler;
@@ -52,13 +50,8 @@ export interface OperatorDataOptions {
 
 export async function operatorDataRoutes(
   fastify: FastifyInstance,
-  { hits, registry, fleetLedger, paths, guard, migration, now }: OperatorDataOptions,
+  { registry, ledger: readLedger, paths, guard, migration, now }: OperatorDataOptions,
 ): Promise<void> {
-  // The fleet's when Redis answers; this instance's own when it does not, and the reply says which.
-  const readLedger = async (): Promise<{ view: LedgerView; scope: 'fleet' | 'instance' }> => {
-    const fleet = fleetLedger === null ? null : await fleetLedger.view();
-    return fleet === null ? { view: hits.ledgerView(), scope: 'instance' } : { view: fleet, scope: 'fleet' };
-  };
   if (paths.includes('/metrics')) {
     const expose = createExposition(registry);
     fastify.get('/metrics', async (request, reply) => {
@@ -71,14 +64,16 @@ export async function operatorDataRoutes(
     fastify.get('/ledger', { onRequest: guard }, async (request, reply) => {
       const { view, scope } = await readLedger();
       const { status, text } = ledgerText(view, scope, request.query);
-      return reply.code(status).type(JSON_TYPE).send(text);
+      return reply.code(status).type(JSON_CONTENT_TYPE).send(text);
     });
   }
   if (paths.includes('/clients')) {
     const listed = async (reply: FastifyReply, html: boolean) => {
       const { view, scope } = await readLedger();
       const answer = clientsOf(view, migration(), now());
-      return html ? reply.type(HTML_TYPE).send(clientsPage(answer)) : reply.type(JSON_TYPE).send({ version: 1, scope, ...answer });
+      return html
+        ? reply.type(HTML_CONTENT_TYPE).send(clientsPage(answer))
+        : reply.type(JSON_CONTENT_TYPE).send({ version: 1, scope, ...answer });
     };
     fastify.get('/clients', { onRequest: guard }, (request, reply) => listed(reply, wantsHtml(request)));
     fastify.get('/clients.html', { onRequest: guard }, (_request, reply) => listed(reply, true));
@@ -94,20 +89,14 @@ export async function operatorDataRoutes(
       if (migrated === null) {
         const message = `No legacy call of ${JSON.stringify(client)} is in the ledger (scope: ${scope}).`;
         return html
-          ? reply.code(404).type(HTML_TYPE).send(clientsNotFoundPage(message))
-          : reply.code(404).type(JSON_TYPE).send({ statusCode: 404, error: 'Not Found', message });
+          ? reply.code(404).type(HTML_CONTENT_TYPE).send(clientsNotFoundPage(message))
+          : reply.code(404).type(JSON_CONTENT_TYPE).send({ statusCode: 404, error: 'Not Found', message });
       }
-      return html ? reply.type(HTML_TYPE).send(clientPage(migrated)) : reply.type(JSON_TYPE).send({ version: 1, scope, ...migrated });
+      return html
+        ? reply.type(HTML_CONTENT_TYPE).send(clientPage(migrated))
+        : reply.type(JSON_CONTENT_TYPE).send({ version: 1, scope, ...migrated });
     });
   }
-}
-
-const JSON_TYPE = 'application/json; charset=utf-8';
-const HTML_TYPE = 'text/html; charset=utf-8';
-
-/** A browser asks for HTML first; curl, scripts and dashboards ask for anything, and get JSON. */
-function wantsHtml(request: FastifyRequest): boolean {
-  return /(^|,)\s*text\/html\b/.test(request.headers.accept ?? '');
 }
 
 function clientsNotFoundPage(message: string): string {

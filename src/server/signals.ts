@@ -11,7 +11,7 @@ import type { RequestTarget } from './http.js';
 export type SignalAdder = (request: FastifyRequest, reply: FastifyReply) => void;
 
 export function createSignalAdder(
-  config: Pick<Config, 'deprecation' | 'upstream'>,
+  config: Pick<Config, 'deprecation' | 'upstream' | 'server'>,
   targetOf: (request: FastifyRequest) => RequestTarget,
 ): SignalAdder {
   const { headers } = deprecationSignals(config);

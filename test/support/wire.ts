@@ -94,3 +94,6 @@ export const UNKNOWN_PRODUCT_TYPE_HOVERCRAFT =
 export const NO_SUCH_STORE_FAULT = `${UNABLE_TO_PROCESS}Store 'nosuchstore' was not found.`;
 /** A server fault: any call while the upstream refuses connections. */
 export const REFUSED_CONNECTION_FAULT = `${UNABLE_TO_PROCESS}Unable to connect to the remote server`;
+
+/** The deprecation Link relation while no deprecation.policyUrl is set: the caller's own self-service page. */
+export const SELF_SERVICE_LINK = '</deprecation/status>; rel="deprecation"; type="text/html"';
