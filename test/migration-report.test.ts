@@ -24,6 +24,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const day = (d: number, minutes = 0): string =>
   new Date(Date.parse('2026-11-01T08:00:00.000Z') + (d - 1) * 86_400_000 + minutes * 60_000).toISOString();
+/** When the reports are made: a day after the fixture's last call. */
+const REPORT_AT = Date.parse(day(21, 45));
 const WAREHOUSE = { client: 'warehouse-app', fingerprint: 'sha256:0123456789ab', team: 'Logistics', contact: 'logistics@example.com' };
 const UNKNOWN = 'sha256:fedcba987654';
 const searchFor = (d: number): string => `/product.search.cp?v=3&query=day+${d}`;
@@ -95,7 +97,7 @@ async function report(args: readonly string[], stdin: string | Buffer | Readable
   stdout.on('data', (chunk: Buffer) => out.push(chunk));
   stderr.on('data', (chunk: Buffer) => err.push(chunk));
   const input = stdin instanceof Readable ? stdin : Readable.from([Buffer.from(stdin)]);
-  const code = await runReport({ args, env, stdin: input, stdout, stderr });
+  const code = await runReport({ args, env, stdin: input, stdout, stderr, now: () => REPORT_AT });
   return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
 }
 
@@ -133,6 +135,12 @@ function expectFixtureNumbers(result: MigrationReport, sourceName: string): void
       // Days 14 to 20 against 7 to 13: 15 calls against 14, within the flat band.
       trend: { last7: 15, previous7: 14, direction: 'flat' },
       recentDays: [2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3],
+      // It calls and no sunset is set; its lines are of a version that named no stack.
+      status: 'deprecated',
+      fixBy: null,
+      urgency: null,
+      stack: null,
+      stackVersion: null,
       operations: [
         {
           operation: 'Search',
@@ -319,6 +327,35 @@ describe('the migration report', () => {
     expect(result.replacements[0]?.mapping).toContainEqual({ legacy: 'pageIndex', replacement: 'pageNo', note: expect.any(String) });
     expect(result.replacements[0]?.mapping).toContainEqual({ legacy: 'pageSize', replacement: 'perPage', note: expect.any(String) });
     expect(result.replacements[2]?.mapping).toContainEqual({ legacy: 'apiKey', replacement: 'appKey', note: expect.any(String) });
+  });
+
+  it('gives each client its status at the sunset of CONFIG_FILE and its stack, in every format', async () => {
+    const config = join(dir, 'sunset.json');
+    const STACKED_HIT = { time: day(20, 50), operation: 'Search', binding: 'soap11', ...WAREHOUSE, outcome: 'ok' };
+    // Ten days after the report: red; warehouse-app called the day before; the unknown caller last on day 14, 7 days before.
+    writeFileSync(config, JSON.stringify({ deprecation: { sunsetAt: day(31, 45), quietDays: 7 } }));
+    const log = join(dir, 'stacks.log');
+    writeFileSync(log, `${LOG}${hitLine({ ...STACKED_HIT, clientStack: 'php-soapclient', clientStackVersion: '8.2.7' })}\n`);
+    const env = { CONFIG_FILE: config };
+    const json = JSON.parse((await report(['--format', 'json', log], '', env)).stdout) as MigrationReport;
+    expect(
+      json.clients.map(({ client, status, fixBy, urgency, stack, stackVersion }) => ({
+        client,
+        status,
+        fixBy,
+        urgency,
+        stack,
+        stackVersion,
+      })),
+    ).toEqual([
+      { client: 'warehouse-app', status: 'fix-by', fixBy: day(31, 45), urgency: 'red', stack: 'php-soapclient', stackVersion: '8.2.7' },
+      { client: UNKNOWN, status: 'ok', fixBy: null, urgency: null, stack: null, stackVersion: null },
+    ]);
+    const table = (await report(['--format', 'table', log], '', env)).stdout;
+    expect(table).toContain(`status: fix by ${day(31).slice(0, 10)} (red); stack: php-soapclient 8.2.7`);
+    expect(table).toContain('status: ok; stack: not known');
+    const html = (await report(['--format', 'html', log], '', env)).stdout;
+    expect(html).toContain(`<td class="red">fix by ${day(31).slice(0, 10)}</td><td>php-soapclient 8.2.7</td>`);
   });
 
   it('reports the logs it could read when a file is missing, names it, and exits 1', async () => {
@@ -562,12 +599,12 @@ describe.skipIf(skipBrowserSuite)('the HTML report in headless Chromium', () => 
     expect(text).toContain(UNKNOWN);
     const clientRows = await tab.$$eval('table', (tables) =>
       [...(tables[0]?.querySelectorAll('tbody tr') ?? [])].map((row) =>
-        [...row.querySelectorAll('td')].slice(0, 4).map((cell) => cell.textContent),
+        [...row.querySelectorAll('td')].slice(0, 6).map((cell) => cell.textContent),
       ),
     );
     expect(clientRows).toEqual([
-      ['warehouse-app', 'Logistics', '46', '1'],
-      [UNKNOWN, '', '15', '0'],
+      ['warehouse-app', 'Logistics', 'deprecated', 'not known', '46', '1'],
+      [UNKNOWN, '', 'deprecated', 'not known', '15', '0'],
     ]);
     const charts = await tab.$$eval('figure.chart', (figures) =>
       figures.map((figure) => ({

@@ -1,5 +1,6 @@
 import { htmlEncode } from '../aspnet/error-page.js';
 import type { ClientMigration, ClientsAnswer, ClientSummary } from './clients.js';
+import { stackText, statusText } from './status.js';
 
 /**
  * `GET /clients.html` and `GET /clients/{client}.html`: the same answers as pages a migration lead can
@@ -23,15 +24,10 @@ function page(title: string, body: string): string {
 }
 
 /** The status as a coloured label: `ok`, `fix by <date>` (yellow or red), `overdue since <date>`, `deprecated`. */
-function statusLabel({ status, fixBy, urgency }: Pick<ClientSummary, 'status' | 'fixBy' | 'urgency'>): string {
-  const date = fixBy === null ? '' : fixBy.slice(0, 10);
-  const text = status === 'fix-by' ? `fix by ${date}` : status === 'overdue' ? `overdue since ${date}` : status;
-  const tone = urgency ?? (status === 'ok' ? 'ok' : 'deprecated');
-  return `<span class="status ${tone}">${htmlEncode(text)}</span>`;
+function statusLabel(client: Pick<ClientSummary, 'status' | 'fixBy' | 'urgency'>): string {
+  const tone = client.urgency ?? (client.status === 'ok' ? 'ok' : 'deprecated');
+  return `<span class="status ${tone}">${htmlEncode(statusText(client))}</span>`;
 }
-
-const stackText = ({ stack, stackVersion }: Pick<ClientSummary, 'stack' | 'stackVersion'>): string =>
-  stack === null ? 'not known' : stackVersion === null ? stack : `${stack} ${stackVersion}`;
 
 export function clientsPage(answer: ClientsAnswer): string {
   const rows = answer.clients.map(

@@ -41,3 +41,14 @@ export function statusRank({ status, urgency }: ClientStatus): number {
   if (status === 'fix-by') return urgency === 'red' ? 1 : 2;
   return { overdue: 0, deprecated: 3, ok: 4 }[status];
 }
+
+/** The status in words: `ok`, `fix by 2027-01-31`, `overdue since 2027-01-31`, `deprecated`. */
+export function statusText({ status, fixBy }: Pick<ClientStatus, 'status' | 'fixBy'>): string {
+  const date = fixBy === null ? '' : fixBy.slice(0, 10);
+  return status === 'fix-by' ? `fix by ${date}` : status === 'overdue' ? `overdue since ${date}` : status;
+}
+
+/** A stack in words: its name and version, or `not known`. */
+export function stackText({ stack, stackVersion }: { readonly stack: string | null; readonly stackVersion: string | null }): string {
+  return stack === null ? 'not known' : stackVersion === null ? stack : `${stack} ${stackVersion}`;
+}

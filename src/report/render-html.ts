@@ -15,6 +15,7 @@ import {
 } from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
 import { barChart } from './svg-chart.js';
+import { stackText, statusText } from '../migration/status.js';
 
 /**
  * The report as one self-contained HTML page, to mail or attach to a ticket: its style inline, its
@@ -32,6 +33,7 @@ code { font: 12px ui-monospace, monospace; word-break: break-all; }
 figure.chart { margin: 0; } figcaption { font-weight: 600; } .total { font-weight: normal; color: #555; }
 rect.bar { fill: #3b6ea8; } line.axis { stroke: #888; } text.tick { font-size: 10px; fill: #555; }
 .rising { color: #a33; } .falling { color: #2a7; } .muted { color: #666; }
+.red { color: #a33; font-weight: 600; } .yellow { color: #960; font-weight: 600; }
 `;
 
 export function renderHtml(logged: MigrationReport): string {
@@ -65,13 +67,15 @@ export function renderHtml(logged: MigrationReport): string {
 function clientsTable(clients: readonly ClientReport[]): string {
   const rows = clients.map(
     (client) =>
-      `<tr><td>${htmlEncode(client.client)}</td><td>${htmlEncode(client.team ?? '')}</td><td ` +
+      `<tr><td>${htmlEncode(client.client)}</td><td>${htmlEncode(client.team ?? '')}</td>` +
+      `<td class="${client.urgency ?? (client.status === 'ok' ? 'falling' : 'muted')}">${htmlEncode(statusText(client))}</td>` +
+      `<td>${htmlEncode(stackText(client))}</td><td ` +
       `class="n">${formatCount(client.calls)}</td><td class="n">${formatCount(client.faults)}</td>` +
       `<td>${formatTime(client.firstSeen)}</td><td>${formatTime(client.lastSeen)}</td><td ` +
       `class="${client.trend?.direction ?? 'muted'}">${htmlEncode(trendText(client.trend))}</td>` +
       `<td><code>${sparkline(client.recentDays)}</code></td></tr>`,
   );
-  return table(['client', 'team', 'calls', 'faults', 'first seen', 'last seen', 'trend', 'last 14 days'], [2, 3], rows);
+  return table(['client', 'team', 'status', 'stack', 'calls', 'faults', 'first seen', 'last seen', 'trend', 'last 14 days'], [4, 5], rows);
 }
 
 function clientSection(client: ClientReport): string {

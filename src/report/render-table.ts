@@ -13,6 +13,7 @@ import {
   unchartedText,
 } from './format.js';
 import type { ClientReport, MigrationReport, Replacement } from './report.js';
+import { stackText, statusText } from '../migration/status.js';
 
 /**
  * The report as plain text for a terminal: a block per client (most calls first) with a row per
@@ -52,6 +53,7 @@ function clientBlock(client: ClientReport, strong: (text: string) => string): st
     strong(clientTitle(client)),
     `  ${countOf(client.calls, 'call')}, ${countOf(client.faults, 'fault')}, first ${formatTime(client.firstSeen)}, last ` +
       `${formatTime(client.lastSeen)}; ${trendText(client.trend)} ${sparkline(client.recentDays)}`,
+    `  status: ${statusText(client)}${client.urgency === null ? '' : ` (${client.urgency})`}; stack: ${stackText(client)}`,
     ...columns([['operation', 'binding', 'calls', ...OUTCOMES, 'first seen', 'last seen'], ...rows], [2, 3, 4, 5, 6]).map(
       (line) => `  ${line}`,
     ),

@@ -1,6 +1,8 @@
 import { OPERATIONS, findOperation, parameterMapping, type PagedPath, type ParamMapping } from '../operations.js';
 import { DAY_MS, type Collected } from './collect.js';
-import { OUTCOMES, compareText, sortEntries, type LedgerEntry, type Outcome } from '../deprecation/ledger.js';
+import { OUTCOMES, compareText, laterStack, sortEntries, type LedgerEntry, type Outcome } from '../deprecation/ledger.js';
+import type { ClientStackName } from '../clients/stack.js';
+import { type ClientStatus, clientStatus, type StatusPolicy } from '../migration/status.js';
 
 /**
  * The migration report: per client, what it still calls, how much, since and until when, whether that
@@ -36,8 +38,11 @@ export interface OperationReport extends Tally {
   readonly bindings: readonly BindingReport[];
 }
 
-export interface ClientReport extends Tally {
+export interface ClientReport extends Tally, ClientStatus {
   readonly client: string;
+  /** The stack of its latest call (src/clients/stack.ts); null when no line named one (logs of older versions). */
+  readonly stack: ClientStackName | null;
+  readonly stackVersion: string | null;
   readonly fingerprint: string | null;
   readonly team: string | null;
   readonly contact: string | null;
@@ -121,7 +126,14 @@ const TREND_DAYS = 7;
 /** Within ±10 % the trend is flat: day-to-day noise is not a migration. */
 const FLAT_BAND = 0.1;
 
-export function buildReport(collected: Collected, input: InputSummary, profiles: PagingProfiles): MigrationReport {
+/** What a client's status is judged by (`deprecation.sunsetAt`, `deprecation.quietDays` of CONFIG_FILE), and when. */
+export interface Judgement {
+  readonly policy: StatusPolicy;
+  /** Epoch ms: when the report is made. */
+  readonly now: number;
+}
+
+export function buildReport(collected: Collected, input: InputSummary, profiles: PagingProfiles, judgement: Judgement): MigrationReport {
   const first = collected.from === null ? 0 : Math.floor(collected.from / DAY_MS);
   const dayCount = collected.to === null ? 0 : Math.floor(collected.to / DAY_MS) - first + 1;
   const firstCharted = first + Math.max(0, dayCount - CHARTED_DAYS);
@@ -136,8 +148,12 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
     .map(([client, entries]): ClientReport => {
       const recentDays = series(client, collected.byClient.get(client)).counts.slice(-2 * TREND_DAYS);
       const card = collected.cards.get(client);
+      const stack = entries.reduce<LedgerEntry['stack']>((latest, entry) => laterStack(latest, entry.stack), null);
       return {
         client,
+        ...clientStatus(Math.max(...entries.map((entry) => entry.lastSeen)), judgement.now, judgement.policy),
+        stack: stack?.name ?? null,
+        stackVersion: stack?.version ?? null,
         fingerprint: card?.fingerprint ?? null,
         team: card?.team ?? null,
         contact: card?.contact ?? null,

@@ -26,6 +26,8 @@ export interface ReportIo {
   readonly stdin: Readable & { readonly isTTY?: boolean };
   readonly stdout: Writable & { readonly isTTY?: boolean };
   readonly stderr: Writable & { readonly isTTY?: boolean };
+  /** When the report is made, which each client's status is judged at; the clock by default. */
+  readonly now?: () => number;
 }
 
 const FORMATS = ['table', 'json', 'html'] as const;
@@ -67,9 +69,9 @@ export async function runReport(io: ReportIo): Promise<number> {
   const names = positionals.length === 0 ? ['-'] : positionals;
   if (names.includes('-') && io.stdin.isTTY) return fail(`no log file named, and stdin is a terminal\n${USAGE}`, 2);
 
-  let profiles: Config['paging']['profiles'];
+  let config: Config;
   try {
-    profiles = loadConfig(io.env).paging.profiles;
+    config = loadConfig(io.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return fail(err.message, 2);
@@ -86,7 +88,11 @@ export async function runReport(io: ReportIo): Promise<number> {
   progress.done();
   for (const source of input.sources) if (source.error !== null) io.stderr.write(`report: ${source.name}: ${source.error}\n`);
 
-  const report = buildReport(collector.result(), input, profiles);
+  const { sunsetAt, quietDays } = config.deprecation;
+  const report = buildReport(collector.result(), input, config.paging.profiles, {
+    policy: { sunsetAt, quietDays },
+    now: (io.now ?? Date.now)(),
+  });
   const bold = values.out === undefined && io.stdout.isTTY === true && io.env.NO_COLOR === undefined;
   const text = format === 'json' ? renderJson(report) : format === 'html' ? renderHtml(report) : renderTable(report, bold);
   if (values.out === undefined) io.stdout.write(text);

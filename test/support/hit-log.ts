@@ -18,6 +18,9 @@ export interface HitFields {
   readonly team?: string;
   readonly contact?: string;
   readonly successor?: string | null;
+  /** The stack that made the call (schema 2 lines of versions that tell it). */
+  readonly clientStack?: string;
+  readonly clientStackVersion?: string | null;
 }
 
 const REPLACEMENTS: Readonly<Record<string, string>> = {
@@ -60,6 +63,7 @@ export function hitLine(fields: HitFields): string {
     upstreamRequests: 1,
     remoteAddress: '10.1.2.3',
     userAgent: 'Mozilla/4.0 (compatible; MSIE 6.0; MS Web Services Client Protocol 2.0.50727.9179)',
+    ...(fields.clientStack === undefined ? {} : { clientStack: fields.clientStack, clientStackVersion: fields.clientStackVersion ?? null }),
     msg: `deprecated call ${fields.operation} (${fields.binding})`,
   };
   return JSON.stringify({ ...common, ...identity, ...rest });
