@@ -133,6 +133,7 @@ describe('GET /clients and /clients/{client}', () => {
       status: 'fix-by',
       fixBy: SUNSET,
       stack: 'php-soapclient',
+      language: 'php',
     });
     const operations = body.operations as { operation: string; binding: string; endpoint: string; replacement: string[] }[];
     const search = operations.find((use) => use.operation === 'Search');
@@ -163,6 +164,9 @@ describe('GET /clients and /clients/{client}', () => {
       expect(html).toContain(`fix by ${SUNSET.slice(0, 10)}`);
       expect(html).toContain('Logistics &lt;East&gt;');
       expect(html).toContain('php-soapclient 8.2.7');
+      // The code of its stack's language open first; the key a placeholder.
+      expect(html).toContain('<details open><summary>php</summary><pre><code>&lt;?php');
+      expect(html).toContain('YOUR_APP_KEY');
       expect(html).toContain(successor.replaceAll('&', '&amp;'));
       expect(html).not.toContain('<script');
       expect(html).not.toContain(KEY);

@@ -1,5 +1,6 @@
 import { htmlEncode } from '../aspnet/error-page.js';
 import type { ClientMigration, ClientsAnswer, ClientSummary } from './clients.js';
+import { SNIPPET_LANGUAGES } from './snippets.js';
 import { stackText, statusText } from './status.js';
 
 /**
@@ -15,6 +16,7 @@ const STYLE = [
   'code{font-family:ui-monospace,monospace;word-break:break-all}',
   '.status{display:inline-block;padding:.1rem .6rem;border-radius:1rem;font-weight:600}',
   '.ok{background:#dafbe1}.yellow{background:#fff8c5}.red{background:#ffebe9}.deprecated{background:#eaeef2}',
+  'pre{background:#f6f8fa;padding:.8rem;overflow-x:auto}summary{cursor:pointer;font-weight:600}',
 ].join('');
 function page(title: string, body: string): string {
   return (
@@ -47,6 +49,18 @@ export function clientsPage(answer: ClientsAnswer): string {
 
 export function clientPage(client: ClientMigration): string {
   const card = [client.team, client.contact].filter((text): text is string => text !== null).map(htmlEncode);
+  const code = client.operations
+    .filter((use) => use.snippets !== null)
+    .map((use) => {
+      // The language of its stack open, the others a click away.
+      const languages = [client.language, ...SNIPPET_LANGUAGES.filter((language) => language !== client.language)];
+      const blocks = languages.map(
+        (language, i) =>
+          `<details${i === 0 ? ' open' : ''}><summary>${htmlEncode(language)}</summary>` +
+          `<pre><code>${htmlEncode(use.snippets?.[language] ?? '')}</code></pre></details>`,
+      );
+      return `<h3>${htmlEncode(use.operation)} (${htmlEncode(use.binding)})</h3>${blocks.join('')}`;
+    });
   const rows = client.operations.map(
     (use) =>
       `<tr><td>${htmlEncode(use.operation)}</td><td>${htmlEncode(use.binding)}</td><td>${use.calls}</td>` +
@@ -64,7 +78,11 @@ export function clientPage(client: ClientMigration): string {
       `<h2>What to call instead</h2><p>Each legacy operation you call, and the request to the new API that replaces ` +
       `your latest successful call of it. Add your appKey to each request.</p>` +
       `<table><thead><tr><th>operation</th><th>binding</th><th>calls</th><th>last call</th><th>replacement</th></tr></thead>` +
-      `<tbody>${rows.join('')}</tbody></table>`,
+      `<tbody>${rows.join('')}</tbody></table>` +
+      (code.length === 0
+        ? ''
+        : `<h2>Code</h2><p>Each request in code that prints the items and the total your legacy call gave. ` +
+          `Set CP_APP_KEY to your appKey.</p>${code.join('')}`),
   );
 }
 

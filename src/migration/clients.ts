@@ -3,7 +3,8 @@ import type { Config } from '../config/schema.js';
 import { successorBaseOf } from '../deprecation/headers.js';
 import { FOLDED_CLIENT, type LedgerEntry, laterStack } from '../deprecation/ledger.js';
 import type { LedgerView } from '../deprecation/ledger-view.js';
-import { findOperation } from '../operations.js';
+import { findOperation, PAGED_PATHS, type PagedPath } from '../operations.js';
+import { languageOf, returnsWholeList, type SnippetLanguage, snippetsFor } from './snippets.js';
 import { type ClientStatus, clientStatus, type StatusPolicy, statusRank } from './status.js';
 
 /**
@@ -18,6 +19,8 @@ export interface MigrationPolicy extends StatusPolicy {
   readonly successorBase: string;
   /** The configured clients' cards. */
   readonly cards: ReadonlyMap<string, { readonly team: string | null; readonly contact: string | null }>;
+  /** The page parameter of each paged endpoint (`paging.profiles`), which a whole list's snippet steps. */
+  readonly pageParams: Readonly<Record<PagedPath, string>>;
 }
 
 export function migrationPolicyOf(config: Config): MigrationPolicy {
@@ -26,6 +29,7 @@ export function migrationPolicyOf(config: Config): MigrationPolicy {
     quietDays: config.deprecation.quietDays,
     successorBase: successorBaseOf(config),
     cards: new Map(config.clients.map(({ name, team, contact }) => [name, { team, contact }])),
+    pageParams: Object.fromEntries(PAGED_PATHS.map((path) => [path, config.paging.profiles[path].pageParam])) as Record<PagedPath, string>,
   };
 }
 
@@ -57,9 +61,13 @@ export interface OperationMigration extends OperationUse {
    * paging, the key left out; empty when no successful call of it was recorded.
    */
   readonly replacement: readonly string[];
+  /** Code that makes that request (every page of it, for a call that returned a whole list), by language; null without one. */
+  readonly snippets: Readonly<Record<SnippetLanguage, string>> | null;
 }
 
 export interface ClientMigration extends Omit<ClientSummary, 'operations'> {
+  /** The language of its stack, whose snippet to send first. */
+  readonly language: SnippetLanguage;
   readonly team: string | null;
   readonly contact: string | null;
   readonly operations: readonly OperationMigration[];
@@ -113,13 +121,21 @@ export function clientMigration(view: LedgerView, client: string, policy: Migrat
   const card = policy.cards.get(client);
   return {
     ...summary,
+    language: languageOf(summary.stack),
     team: card?.team ?? null,
     contact: card?.contact ?? null,
-    operations: own.entries.map((entry, index) => ({
-      ...(summary.operations[index] as OperationUse),
-      endpoint: findOperation(entry.operation)?.replacement ?? '',
-      replacement: entry.example === null ? [] : [`${policy.successorBase}${entry.example.successor}`],
-    })),
+    operations: own.entries.map((entry, index) => {
+      const operation = findOperation(entry.operation);
+      const url = entry.example === null ? null : `${policy.successorBase}${entry.example.successor}`;
+      const endpoint = operation?.replacement ?? '';
+      const pageParam = operation !== undefined && returnsWholeList(operation) ? (policy.pageParams[endpoint as PagedPath] ?? null) : null;
+      return {
+        ...(summary.operations[index] as OperationUse),
+        endpoint,
+        replacement: url === null ? [] : [url],
+        snippets: url === null ? null : snippetsFor({ url, pageParam }),
+      };
+    }),
   };
 }
 
@@ -149,6 +165,7 @@ export function noCallsSeen(holder: KeyHolder): NoCallsSeen {
     status: 'ok',
     fixBy: null,
     urgency: null,
+    language: languageOf(null),
     stack: null,
     stackVersion: null,
     firstSeen: null,
