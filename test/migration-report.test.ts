@@ -358,6 +358,43 @@ describe('the migration report', () => {
     expect(html).toContain(`<td class="red">fix by ${day(31).slice(0, 10)}</td><td>php-soapclient 8.2.7</td>`);
   });
 
+  it('writes the migration notice of one client: its calls, deadline, replacements and the code of its stack', async () => {
+    const config = join(dir, 'notice.json');
+    writeFileSync(config, JSON.stringify({ deprecation: { sunsetAt: day(31, 45), successorBaseUrl: 'https://open-api.example.com' } }));
+    const log = join(dir, 'notice.log');
+    const stacked = { time: day(20, 50), operation: 'Search', binding: 'soap11', ...WAREHOUSE, outcome: 'ok', successor: searchFor(21) };
+    writeFileSync(log, `${LOG}${hitLine({ ...stacked, clientStack: 'php-soapclient', clientStackVersion: '8.2.7' })}\n`);
+    const env = { CONFIG_FILE: config };
+    const text = await report(['--client', 'warehouse-app', '--notice', log], '', env);
+    expect(text.code).toBe(0);
+    const date = day(31).slice(0, 10);
+    expect(text.stdout).toContain(`Subject: warehouse-app: move off the legacy catalog service by ${date}\n\nHello Logistics,`);
+    expect(text.stdout).toContain(`is switched off on ${date}.\nStatus: fix by ${date} (red). Stack: php-soapclient 8.2.7.`);
+    expect(text.stdout).toContain('warehouse-app made 47 legacy calls from 2026-11-01 08:00 to 2026-11-20 08:50 (1 failed).');
+    expect(text.stdout).toContain('  Search: 42 calls (soap11 41, httpGet 1), last 2026-11-20 08:50');
+    expect(text.stdout).toContain(`  Search: https://open-api.example.com${searchFor(21)}`);
+    expect(text.stdout).toContain(
+      '  StoreLookupPaged: /product.searchForProductsOfStore.cp (no successful call of yours recorded its request)',
+    );
+    // The code of its stack, filled with its own request, the key a placeholder.
+    expect(text.stdout).toContain(`Search in php:\n\n<?php`);
+    expect(text.stdout).toContain(`$base = 'https://open-api.example.com${searchFor(21)}';`);
+    expect(text.stdout).toContain("getenv('CP_APP_KEY') ?: 'YOUR_APP_KEY'");
+    const html = await report(['--client', 'warehouse-app', '--notice', '--format', 'html', log], '', env);
+    expect(html.stdout).toMatch(/^<!DOCTYPE html>/);
+    expect(html.stdout).toContain(`<h1>warehouse-app: move off the legacy catalog service by ${date}</h1>`);
+    expect(html.stdout).toContain('<pre><code>&lt;?php');
+  });
+
+  it('refuses a notice without a client, as JSON, or for a client the logs do not hold', async () => {
+    expect((await report(['--notice', plainFile])).code).toBe(2);
+    expect((await report(['--client', 'warehouse-app', plainFile])).code).toBe(2);
+    expect((await report(['--client', 'warehouse-app', '--notice', '--format', 'json', plainFile])).code).toBe(2);
+    const missing = await report(['--client', 'nobody', '--notice', plainFile]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no call of "nobody" is in the logs read');
+  });
+
   it('reports the logs it could read when a file is missing, names it, and exits 1', async () => {
     const run = await report(['--format', 'json', join(dir, 'missing.log'), plainFile]);
     expect(run.code).toBe(1);

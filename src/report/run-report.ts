@@ -12,6 +12,8 @@ import { renderHtml } from './render-html.js';
 import { renderJson } from './render-json.js';
 import { renderTable } from './render-table.js';
 import { buildReport, type InputSummary, type SkippedLine } from './report.js';
+import { noticeHtml, noticeText } from './notice.js';
+import { migrationPolicyOf } from '../migration/clients.js';
 
 /**
  * `npm run report -- [--format table|json|html] [--out FILE] [--progress] [FILE…]`: the migration
@@ -34,7 +36,8 @@ const FORMATS = ['table', 'json', 'html'] as const;
 type Format = (typeof FORMATS)[number];
 
 const USAGE =
-  'usage: npm run report -- [--format table|json|html] [--out FILE] [--progress] [FILE…]  (no FILE or - : stdin; .gz is read as such)';
+  'usage: npm run report -- [--format table|json|html] [--out FILE] [--progress] [--client NAME --notice] [FILE…]  ' +
+  '(no FILE or - : stdin; .gz is read as such; --notice: the migration notice of one client, as text or html)';
 
 /** Malformed lines named in the report, to look at; the rest are counted. */
 const SKIPPED_SHOWN = 20;
@@ -46,7 +49,7 @@ export async function runReport(io: ReportIo): Promise<number> {
     io.stderr.write(`report: ${message}\n`);
     return code;
   };
-  let values: { format?: string; out?: string; progress?: boolean; help?: boolean };
+  let values: { format?: string; out?: string; progress?: boolean; help?: boolean; client?: string; notice?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
@@ -57,6 +60,8 @@ export async function runReport(io: ReportIo): Promise<number> {
         out: { type: 'string' },
         progress: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
+        client: { type: 'string' },
+        notice: { type: 'boolean' },
       },
     }));
   } catch (err) {
@@ -66,6 +71,9 @@ export async function runReport(io: ReportIo): Promise<number> {
   const format = values.format as Format;
   if (!FORMATS.includes(format))
     return fail(`--format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(values.format)}\n${USAGE}`, 2);
+  if ((values.client === undefined) !== (values.notice !== true)) return fail(`--client NAME and --notice go together\n${USAGE}`, 2);
+  if (values.notice === true && format === 'json')
+    return fail(`--notice writes text (--format table) or a page (--format html)\n${USAGE}`, 2);
   const names = positionals.length === 0 ? ['-'] : positionals;
   if (names.includes('-') && io.stdin.isTTY) return fail(`no log file named, and stdin is a terminal\n${USAGE}`, 2);
 
@@ -94,7 +102,12 @@ export async function runReport(io: ReportIo): Promise<number> {
     now: (io.now ?? Date.now)(),
   });
   const bold = values.out === undefined && io.stdout.isTTY === true && io.env.NO_COLOR === undefined;
-  const text = format === 'json' ? renderJson(report) : format === 'html' ? renderHtml(report) : renderTable(report, bold);
+  let text: string;
+  if (values.client !== undefined) {
+    const client = report.clients.find((one) => one.client === values.client);
+    if (client === undefined) return fail(`no call of ${JSON.stringify(values.client)} is in the logs read`, 1);
+    text = format === 'html' ? noticeHtml(client, migrationPolicyOf(config)) : noticeText(client, migrationPolicyOf(config));
+  } else text = format === 'json' ? renderJson(report) : format === 'html' ? renderHtml(report) : renderTable(report, bold);
   if (values.out === undefined) io.stdout.write(text);
   else {
     try {
