@@ -94,7 +94,14 @@ describe('the clients table in the configuration', () => {
   it.each<[Json, string]>([
     [
       [{ name: 'other', apiKeys: ['k'] }],
-      'clients.0.name must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and not a fingerprint, got "other".',
+      'clients.0.name must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and "anonymous" and not a fingerprint, ' +
+        'got "other".',
+    ],
+    // The name the ledger gives calls without a key: a client so named would be shown theirs.
+    [
+      [{ name: 'anonymous', apiKeys: ['k'] }],
+      'clients.0.name must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and "anonymous" and not a fingerprint, ' +
+        'got "anonymous".',
     ],
     [[{ name: 'sha256:0123456789ab', apiKeys: ['k'] }], 'clients.0.name must be 1 to 64 letters'],
     [[{ name: 'has space', apiKeys: ['k'] }], 'clients.0.name must be 1 to 64 letters'],

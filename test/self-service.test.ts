@@ -3,6 +3,7 @@ import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { legacyCall } from './support/calls.js';
 import { type RecordedApp, startRecordedApp } from './support/recorded-app.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
+import { addressGroup, addressLimit } from '../src/server/address-limit.js';
 
 /**
  * `GET /deprecation/status` (issue 31, item 4): a caller reads its own migration with its own key, on
@@ -12,21 +13,33 @@ import { TEST_CLIENT_ID_KEY } from './support/config.js';
 const DAY = 86_400_000;
 const KEY = 'warehouse-secret-key';
 const OTHER_KEY = 'partner-secret-key';
+/** Warehouse's second key, which no call used. */
+const UNUSED_KEY = 'warehouse-spare-key';
+const BRANCH_KEY = 'branch-secret-key';
+/** The key of a configured client that made no call. */
+const DORMANT_KEY = 'dormant-secret-key';
 
 let app: RecordedApp;
 let address = 0;
-/** Each test its own caller address (the app trusts X-Forwarded-For), so that the per-address limit is each test's own. */
+/** Each test its own caller address (the app trusts one hop of X-Forwarded-For), so that the per-address limit is each test's own. */
 const from = (): Record<string, string> => ({ 'x-forwarded-for': `198.51.100.${++address}` });
 
 beforeAll(async () => {
   app = await startRecordedApp({
-    server: { trustProxy: true },
+    server: { trustProxy: 1 },
     deprecation: { sunsetAt: new Date(Date.now() + 60 * DAY).toISOString(), clientIdKey: TEST_CLIENT_ID_KEY },
-    clients: [{ name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: [KEY] }],
+    clients: [
+      { name: 'warehouse', team: 'Logistics', contact: 'logistics@example.com', apiKeys: [KEY, UNUSED_KEY] },
+      // Named by its key and by its addresses: whoever calls from them is counted under it.
+      { name: 'branch', team: 'Branch office', apiKeys: [BRANCH_KEY], addresses: ['192.0.2.0/24'] },
+      { name: 'dormant', team: 'Dormant team', contact: 'dormant@example.com', apiKeys: [DORMANT_KEY] },
+    ],
   });
   for (const response of [
     await legacyCall(app.base, 'soap11', 'Search', { query: 'dog', apiKey: KEY }, { 'user-agent': 'PHP-SOAP/8.2.7' }),
     await legacyCall(app.base, 'httpGet', 'ProductLookup', { productNumber: '42', apiKey: OTHER_KEY }, { 'user-agent': 'curl/8.5.0' }),
+    // A caller with no key from branch's addresses: counted under branch.
+    await legacyCall(app.base, 'httpGet', 'Search', { query: 'private-query' }, { 'x-forwarded-for': '192.0.2.7' }),
   ])
     await response.text();
 });
@@ -77,11 +90,37 @@ describe('GET /deprecation/status', () => {
     expect(text).not.toContain('never-seen-key');
   });
 
+  it('answers the key of a configured client with no call as any key never seen: no name, no card', async () => {
+    const dormant = JSON.parse((await status(`?apiKey=${DORMANT_KEY}`)).text) as Record<string, unknown>;
+    const unknown = JSON.parse((await status('?apiKey=totally-unknown-key')).text) as Record<string, unknown>;
+    for (const answer of [dormant, unknown]) {
+      expect(answer).toMatchObject({ configured: false, team: null, contact: null, calls: 0, client: expect.stringMatching(/^hmac:/) });
+    }
+    expect(JSON.stringify(dormant)).not.toContain('dormant');
+    // A second key of a client with calls is that client's.
+    expect(JSON.parse((await status(`?apiKey=${UNUSED_KEY}`)).text)).toMatchObject({ client: 'warehouse', calls: 1 });
+  });
+
+  it('reads the key as the legacy bindings do: apikey in any case, a repeated one comma-joined', async () => {
+    const { response, text } = await status(`?APIKEY=${KEY}`);
+    expect(response.status).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({ client: 'warehouse', calls: 1 });
+    const repeated = JSON.parse((await status(`?apiKey=${KEY}&apikey=${KEY}`)).text) as Record<string, unknown>;
+    expect(repeated).toMatchObject({ client: clientFingerprint(`${KEY},${KEY}`, TEST_CLIENT_ID_KEY), calls: 0 });
+  });
+
+  it('shows a client the table names by its addresses the counts of its calls, not the requests others made from them', async () => {
+    const { text } = await status(`?apiKey=${BRANCH_KEY}`);
+    const body = JSON.parse(text) as { client: string; calls: number; operations: { replacement: string[]; snippets: unknown }[] };
+    expect(body).toMatchObject({ client: 'branch', calls: 1 });
+    expect(body.operations).toEqual([expect.objectContaining({ operation: 'Search', replacement: [], snippets: null })]);
+    expect(text).not.toContain('private-query');
+  });
+
   it('asks for a key when none is presented, and for one when two differ', async () => {
     for (const [query, headers] of [
       ['', {}],
       ['?apiKey=', {}],
-      [`?apiKey=${KEY}&apiKey=${KEY}`, {}],
       [`?apiKey=${KEY}`, { 'x-api-key': OTHER_KEY }],
     ] as const) {
       const { response, text } = await status(query, headers);
@@ -134,5 +173,30 @@ describe('GET /deprecation/status with deprecation.selfService off', () => {
     } finally {
       await off.close();
     }
+  });
+});
+
+describe('the per-address limit', () => {
+  it('counts an IPv4 address as itself, and an IPv6 one by its /64', () => {
+    expect(addressGroup('203.0.113.9')).toBe('203.0.113.9');
+    expect(addressGroup('::ffff:203.0.113.9')).toBe('203.0.113.9');
+    expect(addressGroup('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(addressGroup('2001:db8:0:0:ffff::2')).toBe('2001:db8:0:0::/64');
+    expect(addressGroup('2001:0db8:0001:0002:0003:0004:0005:0006')).toBe('2001:db8:1:2::/64');
+    expect(addressGroup('::1')).toBe('0:0:0:0::/64');
+  });
+
+  it('gives a bucket of its burst, refilled at its rate, and forgets the address asked least recently past its bound', () => {
+    const limit = addressLimit({ burst: 2, perMinute: 60, maxAddresses: 2 });
+    expect([limit.take('a', 0), limit.take('a', 0), limit.take('a', 0)]).toEqual([
+      { allowed: true },
+      { allowed: true },
+      { allowed: false, retryAfterSeconds: 1 },
+    ]);
+    expect(limit.take('a', 1000)).toEqual({ allowed: true });
+    limit.take('b', 1000);
+    limit.take('c', 1000);
+    // `a` was forgotten, and starts with a full bucket again.
+    expect([limit.take('a', 1000), limit.take('a', 1000)]).toEqual([{ allowed: true }, { allowed: true }]);
   });
 });

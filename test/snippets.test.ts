@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
 import type { ClientMigration } from '../src/migration/clients.js';
-import { SNIPPET_LANGUAGES, type SnippetLanguage } from '../src/migration/snippets.js';
+import { SNIPPET_LANGUAGES, type SnippetLanguage, snippetsFor } from '../src/migration/snippets.js';
 import { parseXml } from '../src/xml/parse.js';
 import { demoCatalog } from './support/clients.js';
 import { startProxy, type TestProxy } from './support/proxy.js';
@@ -133,4 +133,22 @@ describe('the snippets of a client', () => {
       },
     );
   }
+});
+
+describe('the string literals of the snippets', () => {
+  it('write every character past ASCII as an escape in the C-like languages, where C# takes U+2028 for a line end', () => {
+    const snippets = snippetsFor({ url: 'https://open-api.example.com/ä/\u2028/product.search.cp?v=3&query=dog', pageParam: null });
+    for (const language of ['csharp', 'java', 'javascript', 'python'] as const) {
+      expect(snippets[language]).toContain('/\\u00e4/\\u2028/product.search.cp');
+      expect(snippets[language]).not.toMatch(/[\u2028\u00e4]/);
+    }
+  });
+
+  it("quote a URL with quotes, dollars and backslashes in PHP's, Perl's and the shell's single quotes", () => {
+    const url = "https://open-api.example.com/it's/$HOME/\\x/product.search.cp?v=3";
+    const snippets = snippetsFor({ url, pageParam: null });
+    expect(snippets.php).toContain(`$base = 'https://open-api.example.com/it\\'s/$HOME/\\\\x/product.search.cp?v=3';`);
+    expect(snippets.perl).toContain(`my $base = 'https://open-api.example.com/it\\'s/$HOME/\\\\x/product.search.cp?v=3';`);
+    expect(snippets.curl).toContain(`'https://open-api.example.com/it'\\''s/$HOME/\\x/product.search.cp?v=3'`);
+  });
 });

@@ -78,8 +78,8 @@ const freshness = section(
 const client = Type.Object(
   {
     name: Type.String({
-      pattern: '^(?!other$)(?!(sha256|hmac):)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
-      patternProblem: 'must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and not a fingerprint',
+      pattern: '^(?!other$)(?!anonymous$)(?!(sha256|hmac):)[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+      patternProblem: 'must be 1 to 64 letters, digits, "_", "." or "-", other than "other" and "anonymous" and not a fingerprint',
     }),
     team: nullable(Type.String({ minLength: 1 })),
     contact: nullable(Type.String({ minLength: 1 })),

@@ -16,8 +16,11 @@ const STYLE = [
   'code{font-family:ui-monospace,monospace;word-break:break-all}',
   '.status{display:inline-block;padding:.1rem .6rem;border-radius:1rem;font-weight:600}',
   '.ok{background:#dafbe1}.yellow{background:#fff8c5}.red{background:#ffebe9}.deprecated{background:#eaeef2}',
-  'pre{background:#f6f8fa;padding:.8rem;overflow-x:auto}summary{cursor:pointer;font-weight:600}',
+  'pre{background:#f6f8fa;padding:.8rem;overflow-x:auto}summary{cursor:pointer;font-weight:600}.scroll{overflow-x:auto}',
 ].join('');
+/** A time of the ledger as a person reads it: `2026-11-27 19:43 UTC`. */
+const when = (iso: string): string => htmlEncode(`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`);
+
 function page(title: string, body: string): string {
   return (
     `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
@@ -36,14 +39,14 @@ export function clientsPage(answer: ClientsAnswer): string {
     (client) =>
       `<tr><td><a href="clients/${encodeURIComponent(client.client)}.html">${htmlEncode(client.client)}</a></td>` +
       `<td>${statusLabel(client)}</td><td>${htmlEncode(stackText(client))}</td><td>${client.calls}</td>` +
-      `<td>${htmlEncode(client.lastSeen)}</td></tr>`,
+      `<td>${when(client.lastSeen)}</td></tr>`,
   );
   const sunset = answer.sunsetAt === null ? 'No sunset is set.' : `The legacy service is switched off on ${htmlEncode(answer.sunsetAt)}.`;
   return page(
     'Legacy catalog service: clients',
     `<h1>Who still calls the legacy catalog service</h1><p>${sunset} A client that makes no legacy call for ` +
-      `${answer.quietDays} days is ok.</p><table><thead><tr><th>client</th><th>status</th><th>stack</th><th>calls</th>` +
-      `<th>last call</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
+      `${answer.quietDays} days is ok.</p><div class="scroll"><table><thead><tr><th>client</th><th>status</th><th>stack</th>` +
+      `<th>calls</th><th>last call</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`,
   );
 }
 
@@ -64,7 +67,7 @@ export function clientPage(client: ClientMigration): string {
   const rows = client.operations.map(
     (use) =>
       `<tr><td>${htmlEncode(use.operation)}</td><td>${htmlEncode(use.binding)}</td><td>${use.calls}</td>` +
-      `<td>${htmlEncode(use.lastSeen)}</td><td>${
+      `<td>${when(use.lastSeen)}</td><td>${
         use.replacement.length === 0
           ? `<code>${htmlEncode(use.endpoint)}</code> (no successful call of yours recorded its request)`
           : use.replacement.map((url) => `<code>${htmlEncode(url)}</code>`).join('<br>')
@@ -74,11 +77,12 @@ export function clientPage(client: ClientMigration): string {
     `Legacy catalog service: ${client.client}`,
     `<h1>${htmlEncode(client.client)}</h1>${card.length === 0 ? '' : `<p>${card.join(' · ')}</p>`}` +
       `<p>${statusLabel(client)}</p><p>Stack: ${htmlEncode(stackText(client))}. ${client.calls} legacy calls from ` +
-      `${htmlEncode(client.firstSeen)} to ${htmlEncode(client.lastSeen)}.</p>` +
+      `${when(client.firstSeen)} to ${when(client.lastSeen)}.</p>` +
       `<h2>What to call instead</h2><p>Each legacy operation you call, and the request to the new API that replaces ` +
       `your latest successful call of it. Add your appKey to each request.</p>` +
-      `<table><thead><tr><th>operation</th><th>binding</th><th>calls</th><th>last call</th><th>replacement</th></tr></thead>` +
-      `<tbody>${rows.join('')}</tbody></table>` +
+      `<div class="scroll"><table><thead><tr><th>operation</th><th>binding</th><th>calls</th><th>last call</th>` +
+      `<th>replacement</th></tr></thead>` +
+      `<tbody>${rows.join('')}</tbody></table></div>` +
       (code.length === 0
         ? ''
         : `<h2>Code</h2><p>Each request in code that prints the items and the total your legacy call gave. ` +

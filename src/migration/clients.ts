@@ -18,7 +18,7 @@ export interface MigrationPolicy extends StatusPolicy {
   /** Where callers reach the `.cp` endpoints (src/deprecation/headers.ts, `successorBaseOf`); '' for a path on the same host. */
   readonly successorBase: string;
   /** The configured clients' cards. */
-  readonly cards: ReadonlyMap<string, { readonly team: string | null; readonly contact: string | null }>;
+  readonly cards: ReadonlyMap<string, { readonly team: string | null; readonly contact: string | null; readonly byAddress: boolean }>;
   /** The page parameter of each paged endpoint (`paging.profiles`), which a whole list's snippet steps. */
   readonly pageParams: Readonly<Record<PagedPath, string>>;
 }
@@ -28,7 +28,7 @@ export function migrationPolicyOf(config: Config): MigrationPolicy {
     sunsetAt: config.deprecation.sunsetAt,
     quietDays: config.deprecation.quietDays,
     successorBase: successorBaseOf(config),
-    cards: new Map(config.clients.map(({ name, team, contact }) => [name, { team, contact }])),
+    cards: new Map(config.clients.map(({ name, team, contact, addresses }) => [name, { team, contact, byAddress: addresses.length > 0 }])),
     pageParams: Object.fromEntries(PAGED_PATHS.map((path) => [path, config.paging.profiles[path].pageParam])) as Record<PagedPath, string>,
   };
 }
@@ -139,15 +139,6 @@ export function clientMigration(view: LedgerView, client: string, policy: Migrat
   };
 }
 
-/** Who asks for its own migration (src/server/self-service.ts): the caller its key names. */
-export interface KeyHolder {
-  /** A configured client's name, else the fingerprint of the key. */
-  readonly name: string;
-  readonly configured: boolean;
-  readonly team: string | null;
-  readonly contact: string | null;
-}
-
 /** The answer to a key no legacy call was seen with: the shape of a client's migration, nothing in it. */
 export interface NoCallsSeen extends Omit<ClientMigration, 'firstSeen' | 'lastSeen'> {
   readonly firstSeen: null;
@@ -156,12 +147,13 @@ export interface NoCallsSeen extends Omit<ClientMigration, 'firstSeen' | 'lastSe
 
 export const NO_CALLS_SEEN = 'No legacy calls seen for this key.';
 
-export function noCallsSeen(holder: KeyHolder): NoCallsSeen {
+/** The answer to a key of no call, whoever's: named by its fingerprint, nothing else told. */
+export function noCallsSeen(fingerprint: string): NoCallsSeen {
   return {
-    client: holder.name,
-    configured: holder.configured,
-    team: holder.team,
-    contact: holder.contact,
+    client: fingerprint,
+    configured: false,
+    team: null,
+    contact: null,
     status: 'ok',
     fixBy: null,
     urgency: null,
@@ -173,4 +165,9 @@ export function noCallsSeen(holder: KeyHolder): NoCallsSeen {
     calls: 0,
     operations: [],
   };
+}
+
+/** A client's migration without the requests its calls made: their counts only. */
+export function withoutRequests(migration: ClientMigration): ClientMigration {
+  return { ...migration, operations: migration.operations.map((use) => ({ ...use, replacement: [], snippets: null })) };
 }

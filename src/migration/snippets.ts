@@ -70,8 +70,12 @@ function splitPage({ url, pageParam }: SnippetRequest): { base: string; page: nu
   return { base: relative ? `${parsed.pathname}${parsed.search}` : parsed.href, page: Number.isSafeInteger(page) ? page : 1 };
 }
 
-/** A string literal in C-like languages (JavaScript, Java, C#): JSON's escapes are theirs. */
-const cString = (text: string): string => JSON.stringify(text);
+/**
+ * A string literal of JavaScript, Python, Java and C#: JSON's escapes are theirs, and every character
+ * past ASCII as `\uXXXX`, since C# takes U+0085, U+2028 and U+2029 for line ends.
+ */
+const cString = (text: string): string =>
+  JSON.stringify(text).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 /** A single-quoted literal of PHP and Perl, where only `\` and `'` are escaped. */
 const singleQuoted = (text: string): string => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 /** A single-quoted word of the shell. */

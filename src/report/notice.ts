@@ -101,7 +101,8 @@ export function noticeHtml(client: ClientReport, policy: MigrationPolicy): strin
   const e = htmlEncode;
   const calls = notice.operations.map(
     (operation) =>
-      `<tr><td>${e(operation.operation)}</td><td>${operation.calls}</td><td>${e(operation.bindings)}</td><td>${e(operation.lastSeen)}</td></tr>`,
+      `<tr><td>${e(operation.operation)}</td><td>${operation.calls}</td><td>${e(operation.bindings)}</td>` +
+      `<td>${e(operation.lastSeen)}</td></tr>`,
   );
   const replacements = notice.operations.map(
     (operation) => `<li>${e(operation.operation)}: <code>${e(replacementText(operation))}</code></li>`,

@@ -33,3 +33,19 @@ export function addressLimit({ burst, perMinute, maxAddresses }: AddressLimitOpt
     },
   };
 }
+
+/**
+ * What the per-address limit counts by: an IPv4 address, or the /64 of an IPv6 one, which one host
+ * holds whole and could otherwise walk through for a fresh bucket at every request.
+ */
+export function addressGroup(address: string): string {
+  if (!address.includes(':') || /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address)) return address.replace(/^::ffff:/i, '');
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}

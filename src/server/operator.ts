@@ -69,6 +69,7 @@ export async function operatorDataRoutes(
   }
   if (paths.includes('/clients')) {
     const listed = async (reply: FastifyReply, html: boolean) => {
+      reply.header('vary', 'Accept');
       const { view, scope } = await readLedger();
       const answer = clientsOf(view, migration(), now());
       return html
@@ -86,6 +87,7 @@ export async function operatorDataRoutes(
       const client = page ? asked.slice(0, -'.html'.length) : asked;
       const html = page || wantsHtml(request);
       const migrated = clientMigration(view, client, policy, now());
+      reply.header('vary', 'Accept');
       if (migrated === null) {
         const message = `No legacy call of ${JSON.stringify(client)} is in the ledger (scope: ${scope}).`;
         return html

@@ -3,8 +3,9 @@ import { HTML_CONTENT_TYPE } from '../aspnet/error-page.js';
 import type { ClientDirectory } from '../clients/directory.js';
 import { SELF_SERVICE_PATH } from '../deprecation/headers.js';
 import { clientPage, noCallsPage } from '../migration/client-page.js';
-import { clientMigration, type MigrationPolicy, NO_CALLS_SEEN, noCallsSeen } from '../migration/clients.js';
-import { addressLimit } from './address-limit.js';
+import { clientMigration, type MigrationPolicy, NO_CALLS_SEEN, noCallsSeen, withoutRequests } from '../migration/clients.js';
+import { queryCollection } from '../aspnet/url-decode.js';
+import { addressGroup, addressLimit } from './address-limit.js';
 import type { LedgerSource } from './ledger-source.js';
 import { JSON_CONTENT_TYPE, wantsHtml } from './negotiation.js';
 
@@ -39,7 +40,7 @@ export async function selfServiceRoute(fastify: FastifyInstance, options: SelfSe
     if (!enabled()) return otherwise(request, reply);
     // A personal answer, by key: never kept by a cache on the way.
     reply.header('cache-control', 'no-store').header('vary', 'Accept, X-Api-Key');
-    const allowed = limit.take(request.ip, performance.now());
+    const allowed = limit.take(addressGroup(request.ip), performance.now());
     if (!allowed.allowed) {
       reply.header('retry-after', String(allowed.retryAfterSeconds));
       return refusal(reply, 429, 'Too Many Requests', `Too many requests from this address; try again in ${allowed.retryAfterSeconds} s.`);
@@ -48,24 +49,37 @@ export async function selfServiceRoute(fastify: FastifyInstance, options: SelfSe
     if (typeof key !== 'string') return refusal(reply, 400, 'Bad Request', key.problem);
     const { view } = await ledger();
     const caller = identify()(key, null);
-    const holder = { name: caller.name, configured: caller.label === caller.name, team: caller.team, contact: caller.contact };
-    const migrated = clientMigration(view, caller.name, migration(), now());
+    const policy = migration();
+    const found = clientMigration(view, caller.name, policy, now());
+    // A client the table also names by its addresses holds the calls of whoever called from them, key or
+    // not: its key holder is shown their counts, not the requests (their parameters) they made.
+    const migrated = found !== null && policy.cards.get(found.client)?.byAddress === true ? withoutRequests(found) : found;
     if (wantsHtml(request))
       return reply.type(HTML_CONTENT_TYPE).send(migrated === null ? noCallsPage(NO_CALLS_SEEN) : clientPage(migrated));
+    // A key of no call gets the answer of any key never seen: not its configured name nor card, which
+    // would tell that the key is one of the table's.
     const answer =
       migrated === null
-        ? { ...noCallsSeen(holder), message: NO_CALLS_SEEN }
-        : { ...migrated, message: `${migrated.calls} legacy calls seen for this key, the latest at ${migrated.lastSeen}.` };
+        ? { ...noCallsSeen(caller.fingerprint), message: NO_CALLS_SEEN }
+        : {
+            ...migrated,
+            message:
+              `${migrated.calls} legacy calls seen for ${migrated.client}, the client this key belongs to, ` +
+              `the latest at ${migrated.lastSeen}.`,
+          };
     return reply.type(JSON_CONTENT_TYPE).send({ version: 1, ...answer });
   });
 }
 
-/** The key the request presents, or what is wrong: none, both ways, or more than one. */
+/**
+ * The key the request presents, or what is wrong: none, or two that differ. The query is read as the
+ * legacy HTTP bindings read it (ASP.NET's QueryString: `apikey` in any case, `%uXXXX`, a repeated name
+ * comma-joined), so that a key names the caller its legacy calls were counted under.
+ */
 function presentedKey(request: FastifyRequest): string | { readonly problem: string } {
-  const query = request.query as Readonly<Record<string, unknown>>;
-  const inQuery = query.apiKey;
+  const at = request.url.indexOf('?');
+  const inQuery = at < 0 ? undefined : queryCollection(request.url.slice(at + 1))('apiKey');
   const inHeader = request.headers['x-api-key'];
-  if (Array.isArray(inQuery) || Array.isArray(inHeader)) return { problem: 'Present one key, once.' };
   const given = [inQuery, inHeader].filter((key): key is string => typeof key === 'string' && key !== '');
   if (given.length === 0)
     return { problem: 'Present your key: the apiKey query parameter, as your legacy calls send it, or an X-Api-Key header.' };
