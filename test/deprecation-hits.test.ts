@@ -169,6 +169,7 @@ describe('the hit line', () => {
     legacyVersion: 'ä\\\u0001',
     replacement: '/product.search.cp',
     successor: '/product.search.cp?v=3&query=dog',
+    successorPaging: { pages: 2, skip: 5, take: 60 },
     route: 'translated',
     outcome: 'ok',
     reason: null,

@@ -14,7 +14,7 @@ const ENTRY: LedgerEntry = {
   lastSeen: NOW,
   calls: 3,
   outcomes: { ok: 2, fault: 1, shed: 0, refused: 0 },
-  example: { at: NOW, successor: '/product.search.cp?v=3&query=dog' },
+  example: { at: NOW, successor: '/product.search.cp?v=3&query=dog', paging: { pages: 2, skip: 40, take: 60 } },
   stack: { at: NOW - 1000, name: 'php-soapclient', version: '8.2.7' },
 };
 const read = (changes: Record<string, unknown>): LedgerEntry | null =>
@@ -29,6 +29,14 @@ describe('a ledger entry read back', () => {
 
   it('is the entry written by a version that knew no stacks, with none', () => {
     expect(read({ stack: undefined })).toEqual({ ...ENTRY, stack: null });
+  });
+
+  it('is the entry written by a version that kept no paging of its example, with none', () => {
+    expect(read({ example: { at: NOW, successor: '/product.search.cp?v=3&query=dog' } })?.example).toEqual({
+      at: NOW,
+      successor: '/product.search.cp?v=3&query=dog',
+      paging: null,
+    });
   });
 
   it.each([
@@ -47,6 +55,13 @@ describe('a ledger entry read back', () => {
     ['an example longer than a successor can be', { example: { at: NOW, successor: `/${'x'.repeat(2000)}` } }],
     ['an example that is not a path', { example: { at: NOW, successor: 'https://evil.example/' } }],
     ['configured as text', { configured: 'yes' }],
+    ['an example of no page', { example: { at: NOW, successor: '/x', paging: { pages: 0, skip: 0, take: null } } }],
+    ['an example skipping a negative count', { example: { at: NOW, successor: '/x', paging: { pages: 1, skip: -1, take: null } } }],
+    [
+      'an example taking more than a legacy call can ask',
+      { example: { at: NOW, successor: '/x', paging: { pages: 1, skip: 0, take: 2 ** 40 } } },
+    ],
+    ['an example whose paging is text', { example: { at: NOW, successor: '/x', paging: '2 pages' } }],
     ['a stack this service does not know', { stack: { at: NOW, name: 'cobol-soap', version: null } }],
     ['a stack version that is not one', { stack: { at: NOW, name: 'curl', version: '8.0 <script>' } }],
     ['a stack version of 41 characters', { stack: { at: NOW, name: 'curl', version: `8.${'1'.repeat(39)}` } }],

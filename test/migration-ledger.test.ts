@@ -80,7 +80,7 @@ describe('the ledger', () => {
       [hit('a', 'fault', '/product.search.cp?v=3&query=failed'), T0 + 2 * MINUTE],
       [hit('a', 'ok', null), T0 + 3 * MINUTE],
     ]);
-    expect(ledger.entries()[0]?.example).toEqual({ at: T0 + MINUTE, successor: '/product.search.cp?v=3&query=new' });
+    expect(ledger.entries()[0]?.example).toEqual({ at: T0 + MINUTE, successor: '/product.search.cp?v=3&query=new', paging: null });
   });
 
   it('keeps the stack of the latest call that named one, whatever order the hits come in and however they ended', () => {

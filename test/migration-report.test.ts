@@ -152,6 +152,7 @@ function expectFixtureNumbers(result: MigrationReport, sourceName: string): void
           lastSeen: day(20, 45),
           // The latest ok call's successor; the later failed call's is not an example.
           example: searchFor(20),
+          examplePaging: null,
           bindings: [
             { binding: 'soap11', calls: 40, faults: 0, outcomes: { ...ZERO, ok: 40 }, firstSeen: day(1), lastSeen: day(20, 30) },
             { binding: 'httpGet', calls: 1, faults: 1, outcomes: { ...ZERO, fault: 1 }, firstSeen: day(20, 45), lastSeen: day(20, 45) },
@@ -167,6 +168,7 @@ function expectFixtureNumbers(result: MigrationReport, sourceName: string): void
           lastSeen: day(5, 5),
           // Schema 1 lines: no successor recorded.
           example: null,
+          examplePaging: null,
           bindings: [{ binding: 'httpPost', calls: 5, faults: 0, outcomes: { ...ZERO, ok: 5 }, firstSeen: day(1, 5), lastSeen: day(5, 5) }],
         },
       ],

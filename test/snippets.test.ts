@@ -70,14 +70,22 @@ beforeAll(async () => {
     Search: `Search?query=dog&apiKey=${KEY}&version=`,
     StoreLookup: `StoreLookup?storeId=${encodeURIComponent(store.id)}&apiKey=${KEY}&version=&productTypes=`,
     ProductLookup: `ProductLookup?productNumber=${ampersandProduct(catalog).product.productNumber}&apiKey=${KEY}&version=`,
+    // A legacy page larger than the endpoint's largest (256): two upstream pages for one legacy page of 300.
+    StoreLookupPaged:
+      `StoreLookupPaged?storeId=${encodeURIComponent(store.id)}&apiKey=${KEY}&version=&productTypes=` + '&pageIndex=0&pageSize=300',
+    // A window the snippet must cut from its page: items 7 to 26 of one page of 27.
+    AdvancedSearch:
+      `AdvancedSearch?query=&apiKey=${KEY}&version=&productTypes=Mug&startResults=7&maxResults=20` + '&maxProductsPerDesign=&sort=',
   };
   for (const [operation, path] of Object.entries(calls)) {
     const response = await fetch(`${proxy.url}/index.asmx/${path}`);
     expect(response.status).toBe(200);
     legacy.set(operation, readResultSet(parseXml(await response.text())));
   }
-  // Several pages: the snippet must walk them.
+  // Several pages: the snippet must walk them; the windows are slices the snippet must cut.
   expect(legacy.get('StoreLookup')?.items.length).toBeGreaterThan(256);
+  expect(legacy.get('StoreLookupPaged')?.items).toHaveLength(300);
+  expect(legacy.get('AdvancedSearch')?.items).toHaveLength(20);
   const answer = await fetch(`${proxy.adminUrl}/clients/${encodeURIComponent(clientFingerprint(KEY))}`);
   expect(answer.status).toBe(200);
   migration = (await answer.json()) as ClientMigration;
@@ -90,7 +98,16 @@ afterAll(async () => {
 
 describe('the snippets of a client', () => {
   it('come for every operation it called, in every language, with its parameters and the key left as a placeholder', () => {
-    expect(migration.operations.map((use) => use.operation).sort()).toEqual(['ProductLookup', 'Search', 'StoreLookup']);
+    expect(migration.operations.map((use) => use.operation).sort()).toEqual([
+      'AdvancedSearch',
+      'ProductLookup',
+      'Search',
+      'StoreLookup',
+      'StoreLookupPaged',
+    ]);
+    // A window across two pages is two requests; a whole store, its first (the rest follow until the total).
+    expect(migration.operations.find((use) => use.operation === 'StoreLookupPaged')?.replacement).toHaveLength(2);
+    expect(migration.operations.find((use) => use.operation === 'StoreLookup')?.replacement).toHaveLength(1);
     for (const use of migration.operations) {
       expect(Object.keys(use.snippets ?? {}).sort()).toEqual([...SNIPPET_LANGUAGES].sort());
       for (const code of Object.values(use.snippets ?? {})) {
@@ -108,7 +125,7 @@ describe('the snippets of a client', () => {
     const missing = runner.tools.filter((tool) => !available(tool));
     if (language === 'perl' && missing.length === 0 && !perlHasLibXml()) missing.push('XML::LibXML (libxml-libxml-perl)');
     it.skipIf(missing.length > 0 && !required)(
-      `${language}: prints the items of each legacy call, in order, and its total, walking every page of a whole store`,
+      `${language}: prints the items of each legacy call, in order, and its total: every page of a store, windows cut`,
       { timeout: 120_000 },
       async () => {
         expect(missing, `missing: ${missing.join(', ')}`).toEqual([]);
@@ -137,7 +154,7 @@ describe('the snippets of a client', () => {
 
 describe('the string literals of the snippets', () => {
   it('write every character past ASCII as an escape in the C-like languages, where C# takes U+2028 for a line end', () => {
-    const snippets = snippetsFor({ url: 'https://open-api.example.com/ä/\u2028/product.search.cp?v=3&query=dog', pageParam: null });
+    const snippets = snippetsFor({ url: 'https://open-api.example.com/ä/\u2028/product.search.cp?v=3&query=dog', paging: null });
     for (const language of ['csharp', 'java', 'javascript', 'python'] as const) {
       expect(snippets[language]).toContain('/\\u00e4/\\u2028/product.search.cp');
       expect(snippets[language]).not.toMatch(/[\u2028\u00e4]/);
@@ -146,7 +163,7 @@ describe('the string literals of the snippets', () => {
 
   it("quote a URL with quotes, dollars and backslashes in PHP's, Perl's and the shell's single quotes", () => {
     const url = "https://open-api.example.com/it's/$HOME/\\x/product.search.cp?v=3";
-    const snippets = snippetsFor({ url, pageParam: null });
+    const snippets = snippetsFor({ url, paging: null });
     expect(snippets.php).toContain(`$base = 'https://open-api.example.com/it\\'s/$HOME/\\\\x/product.search.cp?v=3';`);
     expect(snippets.perl).toContain(`my $base = 'https://open-api.example.com/it\\'s/$HOME/\\\\x/product.search.cp?v=3';`);
     expect(snippets.curl).toContain(`'https://open-api.example.com/it'\\''s/$HOME/\\x/product.search.cp?v=3'`);

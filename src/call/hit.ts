@@ -55,6 +55,7 @@ export function hitOf(record: CallRecord): DeprecationHit {
     legacyVersion: redactCallerText(version, apiKey),
     replacement: operation?.replacement ?? '',
     successor: ending.successor,
+    successorPaging: ending.successorPaging ?? null,
     route: record.route,
     outcome: outcomeOf(record),
     reason,

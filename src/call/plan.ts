@@ -1,5 +1,5 @@
 import type { LegacyCall } from '../operations.js';
-import { planOf, successorOf, type Plan, type TranslateContext } from '../translate/plan.js';
+import { planOf, type SuccessorPaging, successorOf, successorPagingOf, type Plan, type TranslateContext } from '../translate/plan.js';
 
 /**
  * A call's plan, made once and carried: the refusal names its successor, a route hands it to the
@@ -7,12 +7,14 @@ import { planOf, successorOf, type Plan, type TranslateContext } from '../transl
  * carries its error instead: it is still refused or routed like any other, and fails only where its
  * plan would be fetched.
  */
-export type Planned = { readonly plan: Plan; readonly successor: string | null } | { readonly error: unknown; readonly successor: null };
+export type Planned =
+  | { readonly plan: Plan; readonly successor: string | null; readonly paging: SuccessorPaging | null }
+  | { readonly error: unknown; readonly successor: null };
 
 export function planCall(call: LegacyCall, context: TranslateContext): Planned {
   try {
     const plan = planOf(call, context);
-    return { plan, successor: successorOf(plan) };
+    return { plan, successor: successorOf(plan), paging: successorPagingOf(plan) };
   } catch (error) {
     return { error, successor: null };
   }

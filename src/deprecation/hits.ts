@@ -5,6 +5,7 @@ import type { PageSource } from '../outbound/fetch.js';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { ClientStackName } from '../clients/stack.js';
 import type { FailureReason } from '../errors.js';
+import type { SuccessorPaging } from '../translate/plan.js';
 import type { BindingName } from '../inbound/binding.js';
 import { Ledger, type LedgerHit } from './ledger.js';
 import { cachedView, type LedgerView } from './ledger-view.js';
@@ -37,6 +38,8 @@ export interface DeprecationHit {
   readonly replacement: UpstreamPath | '';
   /** The `.cp` request that replaces this call, appKey left out; null when the call was not translated. */
   readonly successor: string | null;
+  /** How the pages from `successor` on make the call's result (`successorPagingOf`); null for one page. */
+  readonly successorPaging: SuccessorPaging | null;
   /**
    * The path that answered: the translation, the legacy origin as it is, or one of them with the other shadowing (docs/migration.md §6).
    */
@@ -135,6 +138,7 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     legacyVersion: loggable(hit.legacyVersion),
     replacement: hit.replacement,
     successor: hit.successor,
+    successorPaging: hit.successorPaging,
     route: hit.route,
     outcome: hit.outcome,
     reason: hit.reason,

@@ -1,7 +1,7 @@
 import { stackOfRecord } from '../clients/stack.js';
 import { BINDING_NAMES } from '../inbound/binding.js';
 import { OPERATIONS } from '../operations.js';
-import { MAX_SUCCESSOR_LENGTH } from '../translate/plan.js';
+import { MAX_SUCCESSOR_LENGTH, type SuccessorPaging } from '../translate/plan.js';
 import { OUTCOMES, type Example, type LedgerEntry, type Outcome, type SeenStack } from './ledger.js';
 
 /**
@@ -82,11 +82,30 @@ function seenStackOf(value: unknown, instant: (at: unknown) => at is number): Se
   return instant(at) && stack !== null ? { at, ...stack } : undefined;
 }
 
+/** Larger than any page count, offset or item count a legacy call can ask for (Int32 parameters). */
+const MAX_PAGING_VALUE = 2 ** 31;
+
+const count = (value: unknown, min: number): value is number =>
+  Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= MAX_PAGING_VALUE;
+
+/**
+ * The paging of an example as a record or a hit line holds it: null (one page, or absent: a version
+ * before it); undefined when it is not one a call could have given.
+ */
+export function pagingOfRecord(value: unknown): SuccessorPaging | null | undefined {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'object') return undefined;
+  const { pages, skip, take } = value as Readonly<Record<string, unknown>>;
+  const valid = (pages === null || count(pages, 1)) && count(skip, 0) && (take === null || count(take, 0));
+  return valid ? { pages: pages as number | null, skip: skip as number, take: take as number | null } : undefined;
+}
+
 /** The example, null for none; undefined when it is not one a call could have given. */
 function exampleOf(value: unknown, instant: (at: unknown) => at is number): Example | null | undefined {
   if (value === null) return null;
   if (typeof value !== 'object') return undefined;
-  const { at, successor } = value as Readonly<Record<string, unknown>>;
+  const { at, successor, paging } = value as Readonly<Record<string, unknown>>;
   const bounded = typeof successor === 'string' && successor.startsWith('/') && successor.length <= MAX_SUCCESSOR_LENGTH;
-  return instant(at) && bounded ? { at, successor } : undefined;
+  const pages = pagingOfRecord(paging);
+  return instant(at) && bounded && pages !== undefined ? { at, successor, paging: pages } : undefined;
 }

@@ -8,6 +8,7 @@
  */
 
 import { SpaceSaving } from './space-saving.js';
+import type { SuccessorPaging } from '../translate/plan.js';
 import type { ClientStackName } from '../clients/stack.js';
 
 export const OUTCOMES = ['ok', 'fault', 'shed', 'refused'] as const;
@@ -22,6 +23,8 @@ export interface LedgerHit {
   readonly binding: string;
   readonly outcome: Outcome;
   readonly successor?: string | null;
+  /** How the successor's pages make the call's result; absent from hits of older versions. */
+  readonly successorPaging?: SuccessorPaging | null;
   /** The stack that made the call (src/clients/stack.ts); absent from hits of older versions. */
   readonly clientStack?: ClientStackName;
   readonly clientStackVersion?: string | null;
@@ -31,6 +34,8 @@ export interface LedgerHit {
 export interface Example {
   readonly at: number;
   readonly successor: string;
+  /** How its pages make the call's result; null for one page, or an example of an older version. */
+  readonly paging: SuccessorPaging | null;
 }
 
 /** The stack of the latest call that named one, and when that call was made. */
@@ -106,7 +111,10 @@ export class Ledger {
 
   /** Counts a hit made at `at` (epoch ms); returns the client it was counted under. */
   add(hit: LedgerHit, at: number): string {
-    const successor = hit.outcome === 'ok' && typeof hit.successor === 'string' ? { at, successor: hit.successor } : null;
+    const successor =
+      hit.outcome === 'ok' && typeof hit.successor === 'string'
+        ? { at, successor: hit.successor, paging: hit.successorPaging ?? null }
+        : null;
     const outcomes = { ...noCalls(), [hit.outcome]: 1 };
     // A configured client's label is its name; everyone else's is `other`.
     const configured = hit.clientLabel === hit.client;

@@ -1,3 +1,4 @@
+import type { SuccessorPaging } from '../translate/plan.js';
 import type { RelayedReply, Reply } from './reply.js';
 
 /**
@@ -9,6 +10,8 @@ export interface Ending {
   readonly failure: unknown;
   /** The `.cp` request that replaces the call (`successorOf`); null when it does not translate. */
   readonly successor: string | null;
+  /** How the successor's pages make the call's result (`successorPagingOf`); absent or null: its one page is. */
+  readonly successorPaging?: SuccessorPaging | null;
 }
 
 /** An ending the proxy wrote itself: its reply is whole. */

@@ -1,10 +1,10 @@
 import type { ClientStackName } from '../clients/stack.js';
 import type { Config } from '../config/schema.js';
 import { successorBaseOf } from '../deprecation/headers.js';
-import { FOLDED_CLIENT, type LedgerEntry, laterStack } from '../deprecation/ledger.js';
+import { type Example, FOLDED_CLIENT, type LedgerEntry, laterStack } from '../deprecation/ledger.js';
 import type { LedgerView } from '../deprecation/ledger-view.js';
 import { findOperation, PAGED_PATHS, type PagedPath } from '../operations.js';
-import { languageOf, returnsWholeList, type SnippetLanguage, snippetsFor } from './snippets.js';
+import { languageOf, pageUrls, returnsWholeList, type SnippetLanguage, type SnippetRequest, snippetsFor } from './snippets.js';
 import { type ClientStatus, clientStatus, type StatusPolicy, statusRank } from './status.js';
 
 /**
@@ -125,15 +125,12 @@ export function clientMigration(view: LedgerView, client: string, policy: Migrat
     team: card?.team ?? null,
     contact: card?.contact ?? null,
     operations: own.entries.map((entry, index) => {
-      const operation = findOperation(entry.operation);
-      const url = entry.example === null ? null : `${policy.successorBase}${entry.example.successor}`;
-      const endpoint = operation?.replacement ?? '';
-      const pageParam = operation !== undefined && returnsWholeList(operation) ? (policy.pageParams[endpoint as PagedPath] ?? null) : null;
+      const request = entry.example === null ? null : replacementOf(entry.example, entry.operation, policy);
       return {
         ...(summary.operations[index] as OperationUse),
-        endpoint,
-        replacement: url === null ? [] : [url],
-        snippets: url === null ? null : snippetsFor({ url, pageParam }),
+        endpoint: findOperation(entry.operation)?.replacement ?? '',
+        replacement: request === null ? [] : pageUrls(request),
+        snippets: request === null ? null : snippetsFor(request),
       };
     }),
   };
@@ -170,4 +167,17 @@ export function noCallsSeen(fingerprint: string): NoCallsSeen {
 /** A client's migration without the requests its calls made: their counts only. */
 export function withoutRequests(migration: ClientMigration): ClientMigration {
   return { ...migration, operations: migration.operations.map((use) => ({ ...use, replacement: [], snippets: null })) };
+}
+
+/**
+ * The request(s) that replace a call of `operation` from its example, at the replacement base, and how
+ * their pages make its result. An example of a version that kept no paging is one page, or every page
+ * of a list when its operation returned a whole list.
+ */
+export function replacementOf(example: Example, operation: string, policy: MigrationPolicy): SnippetRequest {
+  const url = `${policy.successorBase}${example.successor}`;
+  const spec = findOperation(operation);
+  const paging = example.paging ?? (spec !== undefined && returnsWholeList(spec) ? { pages: null, skip: 0, take: null } : null);
+  const pageParam = spec === undefined ? undefined : policy.pageParams[spec.replacement as PagedPath];
+  return { url, paging: paging === null || pageParam === undefined ? null : { ...paging, pageParam } };
 }

@@ -1,5 +1,6 @@
 import type { ClientStackName } from '../clients/stack.js';
 import type { OperationSpec, PagedTarget } from '../operations.js';
+import type { SuccessorPaging } from '../translate/plan.js';
 
 /**
  * Code that replaces a legacy call, in the language of the caller's stack (docs/migration.md, "Code
@@ -12,12 +13,12 @@ import type { OperationSpec, PagedTarget } from '../operations.js';
 export const SNIPPET_LANGUAGES = ['php', 'python', 'csharp', 'java', 'perl', 'javascript', 'curl'] as const;
 export type SnippetLanguage = (typeof SNIPPET_LANGUAGES)[number];
 
-/** What a snippet requests: the first request, and for a whole list, the page parameter it steps. */
+/** What a snippet requests: the first request, and how the pages from it on make the legacy result. */
 export interface SnippetRequest {
   /** The first request, absolute, without its key. */
   readonly url: string;
-  /** Set when the legacy call returned a whole list: every page from the URL's own is requested until the total is reached. */
-  readonly pageParam: string | null;
+  /** Null: the one page of `url` is the result. */
+  readonly paging: (SuccessorPaging & { readonly pageParam: string }) | null;
 }
 
 /** The language to send a team first, by its stack; curl for a stack of no language here. */
@@ -59,15 +60,33 @@ export function returnsWholeList(operation: OperationSpec): boolean {
   return whole;
 }
 
-/** The URL without its page parameter, and that page: where a whole list's snippet starts. */
-function splitPage({ url, pageParam }: SnippetRequest): { base: string; page: number | null } {
-  if (pageParam === null) return { base: url, page: null };
+/** What every template is filled with: where to start, and what to keep. */
+interface Filled {
+  readonly base: string;
+  readonly pageParam: string | null;
+  readonly page: number;
+  /** Pages to request; null: until the total is reached. */
+  readonly pages: number | null;
+  readonly skip: number;
+  readonly take: number | null;
+}
+
+/** The URL without its page parameter, and that page: where a paged snippet starts. */
+function filled({ url, paging }: SnippetRequest): Filled {
+  if (paging === null) return { base: url, pageParam: null, page: 1, pages: 1, skip: 0, take: null };
   // Relative when there is no base to reach the endpoints at (the demo upstream answers on the proxy's own host).
   const relative = url.startsWith('/');
   const parsed = new URL(url, 'http://relative.invalid');
-  const page = Number(parsed.searchParams.get(pageParam) ?? '1');
-  parsed.searchParams.delete(pageParam);
-  return { base: relative ? `${parsed.pathname}${parsed.search}` : parsed.href, page: Number.isSafeInteger(page) ? page : 1 };
+  const page = Number(parsed.searchParams.get(paging.pageParam) ?? '1');
+  parsed.searchParams.delete(paging.pageParam);
+  return {
+    base: relative ? `${parsed.pathname}${parsed.search}` : parsed.href,
+    pageParam: paging.pageParam,
+    page: Number.isSafeInteger(page) ? page : 1,
+    pages: paging.pages,
+    skip: paging.skip,
+    take: paging.take,
+  };
 }
 
 /**
@@ -82,27 +101,22 @@ const singleQuoted = (text: string): string => `'${text.replace(/[\\']/g, (c) =>
 const shellQuoted = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
 
 export function snippetsFor(request: SnippetRequest): Record<SnippetLanguage, string> {
-  const { base, page } = splitPage(request);
-  const pageParam = request.pageParam;
-  return {
-    php: php(base, pageParam, page),
-    python: python(base, pageParam, page),
-    csharp: csharp(base, pageParam, page),
-    java: java(base, pageParam, page),
-    perl: perl(base, pageParam, page),
-    javascript: javascript(base, pageParam, page),
-    curl: curl(base, pageParam, page),
-  };
+  const f = filled(request);
+  return { php: php(f), python: python(f), csharp: csharp(f), java: java(f), perl: perl(f), javascript: javascript(f), curl: curl(f) };
 }
 
-function php(base: string, pageParam: string | null, page: number | null): string {
+const orNone = (value: number | null, none: string): string => (value === null ? none : String(value));
+
+function php(f: Filled): string {
   return `<?php
 // The .cp request(s) that replace your legacy call. Needs ext-simplexml; set CP_APP_KEY to your appKey.
 $appKey = getenv('CP_APP_KEY') ?: 'YOUR_APP_KEY';
-$base = ${singleQuoted(base)};
-$pageParam = ${pageParam === null ? 'null' : singleQuoted(pageParam)};
-$page = ${page ?? 'null'};
-$seen = 0;
+$base = ${singleQuoted(f.base)};
+$pageParam = ${f.pageParam === null ? 'null' : singleQuoted(f.pageParam)};
+$page = ${f.page};
+$pages = ${orNone(f.pages, 'null')}; // null: every page, until the total
+$ids = [];
+$fetched = 0;
 while (true) {
     $url = $base . '&appKey=' . rawurlencode($appKey) . ($pageParam === null ? '' : "&$pageParam=$page");
     $body = file_get_contents($url);
@@ -113,20 +127,25 @@ while (true) {
     $result = simplexml_load_string($body);
     $count = 0;
     foreach ($result->mainResults->searchResultItem as $item) {
-        echo "item {$item['mediaId']}\\n";
+        $ids[] = (string) $item['mediaId'];
         $count++;
     }
-    $seen += $count;
-    if ($pageParam === null || $count === 0 || $seen >= (int) $result['totalDesigns']) {
-        echo "total {$result['totalDesigns']}\\n";
+    $fetched++;
+    $done = $pages !== null ? $fetched >= $pages : ($count === 0 || count($ids) >= (int) $result['totalDesigns']);
+    if ($pageParam === null || $done) {
         break;
     }
     $page++;
 }
+// The items your legacy call returned.
+foreach (array_slice($ids, ${f.skip}${f.take === null ? '' : `, ${f.take}`}) as $id) {
+    echo "item $id\\n";
+}
+echo "total {$result['totalDesigns']}\\n";
 `;
 }
 
-function python(base: string, pageParam: string | null, page: number | null): string {
+function python(f: Filled): string {
   return `# The .cp request(s) that replace your legacy call (Python 3, standard library only).
 # Set CP_APP_KEY to your appKey.
 import os
@@ -135,10 +154,12 @@ import urllib.request
 import xml.etree.ElementTree as ET
 
 app_key = os.environ.get("CP_APP_KEY", "YOUR_APP_KEY")
-base = ${cString(base)}
-page_param = ${pageParam === null ? 'None' : cString(pageParam)}
-page = ${page ?? 'None'}
-seen = 0
+base = ${cString(f.base)}
+page_param = ${f.pageParam === null ? 'None' : cString(f.pageParam)}
+page = ${f.page}
+pages = ${orNone(f.pages, 'None')}  # None: every page, until the total
+ids = []
+fetched = 0
 while True:
     url = base + "&appKey=" + urllib.parse.quote(app_key, safe="")
     if page_param is not None:
@@ -146,20 +167,25 @@ while True:
     with urllib.request.urlopen(url) as response:
         result = ET.fromstring(response.read())
     items = result.findall("./mainResults/searchResultItem")
-    for item in items:
-        print("item", item.get("mediaId"))
-    seen += len(items)
-    if page_param is None or not items or seen >= int(result.get("totalDesigns")):
-        print("total", result.get("totalDesigns"))
+    ids += [item.get("mediaId") for item in items]
+    fetched += 1
+    done = fetched >= pages if pages is not None else (not items or len(ids) >= int(result.get("totalDesigns")))
+    if page_param is None or done:
         break
     page += 1
+# The items your legacy call returned.
+for media_id in ids[${f.skip}:${f.take === null ? '' : f.skip + f.take}]:
+    print("item", media_id)
+print("total", result.get("totalDesigns"))
 `;
 }
 
-function csharp(base: string, pageParam: string | null, page: number | null): string {
+function csharp(f: Filled): string {
   return `// The .cp request(s) that replace your legacy call (.NET Framework or Mono: mcs -r:System.Xml Replacement.cs).
 // Set CP_APP_KEY to your appKey.
 using System;
+using System.Collections.Generic;
+using System.Linq;
 using System.Net;
 using System.Text;
 using System.Xml;
@@ -169,10 +195,13 @@ class Replacement
     static void Main()
     {
         var appKey = Environment.GetEnvironmentVariable("CP_APP_KEY") ?? "YOUR_APP_KEY";
-        var baseUrl = ${cString(base)};
-        string pageParam = ${pageParam === null ? 'null' : cString(pageParam)};
-        var page = ${page ?? 0};
-        var seen = 0;
+        var baseUrl = ${cString(f.base)};
+        string pageParam = ${f.pageParam === null ? 'null' : cString(f.pageParam)};
+        var page = ${f.page};
+        int? pages = ${orNone(f.pages, 'null')}; // null: every page, until the total
+        var ids = new List<string>();
+        var fetched = 0;
+        XmlElement result;
         using (var web = new WebClient { Encoding = Encoding.UTF8 })
         {
             while (true)
@@ -180,24 +209,27 @@ class Replacement
                 var url = baseUrl + "&appKey=" + Uri.EscapeDataString(appKey) + (pageParam == null ? "" : "&" + pageParam + "=" + page);
                 var document = new XmlDocument { XmlResolver = null };
                 document.LoadXml(web.DownloadString(url));
-                var result = document.DocumentElement;
+                result = document.DocumentElement;
                 var items = result.SelectNodes("mainResults/searchResultItem");
-                foreach (XmlElement item in items) Console.WriteLine("item " + item.GetAttribute("mediaId"));
-                seen += items.Count;
-                if (pageParam == null || items.Count == 0 || seen >= int.Parse(result.GetAttribute("totalDesigns")))
-                {
-                    Console.WriteLine("total " + result.GetAttribute("totalDesigns"));
-                    break;
-                }
+                foreach (XmlElement item in items) ids.Add(item.GetAttribute("mediaId"));
+                fetched++;
+                var done = pages.HasValue
+                    ? fetched >= pages.Value
+                    : items.Count == 0 || ids.Count >= int.Parse(result.GetAttribute("totalDesigns"));
+                if (pageParam == null || done) break;
                 page++;
             }
         }
+        // The items your legacy call returned.
+        foreach (var id in ids.Skip(${f.skip})${f.take === null ? '' : `.Take(${f.take})`}) Console.WriteLine("item " + id);
+        Console.WriteLine("total " + result.GetAttribute("totalDesigns"));
     }
 }
 `;
 }
 
-function java(base: string, pageParam: string | null, page: number | null): string {
+function java(f: Filled): string {
+  const end = f.take === null ? 'ids.size()' : `Math.min(${f.skip + f.take}, ids.size())`;
   return `// The .cp request(s) that replace your legacy call (Java 11 or later: java Replacement.java).
 // Set CP_APP_KEY to your appKey.
 import java.io.ByteArrayInputStream;
@@ -207,6 +239,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import javax.xml.parsers.DocumentBuilderFactory;
 import org.w3c.dom.Element;
 import org.w3c.dom.NodeList;
@@ -214,35 +248,41 @@ import org.w3c.dom.NodeList;
 public class Replacement {
     public static void main(String[] args) throws Exception {
         String appKey = System.getenv().getOrDefault("CP_APP_KEY", "YOUR_APP_KEY");
-        String base = ${cString(base)};
-        String pageParam = ${pageParam === null ? 'null' : cString(pageParam)};
-        int page = ${page ?? 0};
-        int seen = 0;
+        String base = ${cString(f.base)};
+        String pageParam = ${f.pageParam === null ? 'null' : cString(f.pageParam)};
+        int page = ${f.page};
+        Integer pages = ${orNone(f.pages, 'null')}; // null: every page, until the total
+        List<String> ids = new ArrayList<>();
+        int fetched = 0;
         HttpClient http = HttpClient.newHttpClient();
         DocumentBuilderFactory factory = DocumentBuilderFactory.newInstance();
         factory.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
+        Element result;
         while (true) {
             String url = base + "&appKey=" + URLEncoder.encode(appKey, StandardCharsets.UTF_8)
                 + (pageParam == null ? "" : "&" + pageParam + "=" + page);
             HttpRequest request = HttpRequest.newBuilder(URI.create(url)).build();
             HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
             if (response.statusCode() != 200) throw new IllegalStateException("HTTP " + response.statusCode());
-            Element result = factory.newDocumentBuilder().parse(new ByteArrayInputStream(response.body())).getDocumentElement();
+            result = factory.newDocumentBuilder().parse(new ByteArrayInputStream(response.body())).getDocumentElement();
             NodeList items = result.getElementsByTagName("searchResultItem");
-            for (int i = 0; i < items.getLength(); i++) System.out.println("item " + ((Element) items.item(i)).getAttribute("mediaId"));
-            seen += items.getLength();
-            if (pageParam == null || items.getLength() == 0 || seen >= Integer.parseInt(result.getAttribute("totalDesigns"))) {
-                System.out.println("total " + result.getAttribute("totalDesigns"));
-                break;
-            }
+            for (int i = 0; i < items.getLength(); i++) ids.add(((Element) items.item(i)).getAttribute("mediaId"));
+            fetched++;
+            boolean done = pages != null
+                ? fetched >= pages
+                : items.getLength() == 0 || ids.size() >= Integer.parseInt(result.getAttribute("totalDesigns"));
+            if (pageParam == null || done) break;
             page++;
         }
+        // The items your legacy call returned.
+        for (String id : ids.subList(Math.min(${f.skip}, ids.size()), ${end})) System.out.println("item " + id);
+        System.out.println("total " + result.getAttribute("totalDesigns"));
     }
 }
 `;
 }
 
-function perl(base: string, pageParam: string | null, page: number | null): string {
+function perl(f: Filled): string {
   return `# The .cp request(s) that replace your legacy call (HTTP::Tiny, XML::LibXML). Set CP_APP_KEY to your appKey.
 use strict;
 use warnings;
@@ -251,88 +291,102 @@ use XML::LibXML;
 
 my $app_key = $ENV{CP_APP_KEY} // 'YOUR_APP_KEY';
 (my $key = $app_key) =~ s/([^A-Za-z0-9\\-._~])/sprintf('%%%02X', ord($1))/ge;
-my $base = ${singleQuoted(base)};
-my $page_param = ${pageParam === null ? 'undef' : singleQuoted(pageParam)};
-my $page = ${page ?? 'undef'};
-my $seen = 0;
+my $base = ${singleQuoted(f.base)};
+my $page_param = ${f.pageParam === null ? 'undef' : singleQuoted(f.pageParam)};
+my $page = ${f.page};
+my $pages = ${orNone(f.pages, 'undef')}; # undef: every page, until the total
+my (@ids, $result);
+my $fetched = 0;
 while (1) {
     my $url = "$base&appKey=$key" . (defined $page_param ? "&$page_param=$page" : '');
     my $response = HTTP::Tiny->new->get($url);
     die "HTTP $response->{status}\\n" unless $response->{success};
-    my $result = XML::LibXML->load_xml(string => $response->{content}, no_network => 1)->documentElement;
+    $result = XML::LibXML->load_xml(string => $response->{content}, no_network => 1)->documentElement;
     my @items = $result->findnodes('./mainResults/searchResultItem');
-    print 'item ', $_->getAttribute('mediaId'), "\\n" for @items;
-    $seen += @items;
-    if (!defined $page_param || !@items || $seen >= $result->getAttribute('totalDesigns')) {
-        print 'total ', $result->getAttribute('totalDesigns'), "\\n";
-        last;
-    }
+    push @ids, map { $_->getAttribute('mediaId') } @items;
+    $fetched++;
+    my $done = defined $pages ? $fetched >= $pages : (!@items || @ids >= $result->getAttribute('totalDesigns'));
+    last if !defined $page_param || $done;
     $page++;
 }
+# The items your legacy call returned.
+my @kept = grep { defined } @ids[${f.skip} .. ${f.take === null ? '$#ids' : f.skip + f.take - 1}];
+print "item $_\\n" for @kept;
+print 'total ', $result->getAttribute('totalDesigns'), "\\n";
 `;
 }
 
-function javascript(base: string, pageParam: string | null, page: number | null): string {
+function javascript(f: Filled): string {
   return `// The .cp request(s) that replace your legacy call (Node.js 18 or later; npm install fast-xml-parser).
 // Set CP_APP_KEY to your appKey.
 const { XMLParser } = require('fast-xml-parser');
 
 const appKey = process.env.CP_APP_KEY ?? 'YOUR_APP_KEY';
-const base = ${cString(base)};
-const pageParam = ${pageParam === null ? 'null' : cString(pageParam)};
-let page = ${page ?? 'null'};
+const base = ${cString(f.base)};
+const pageParam = ${f.pageParam === null ? 'null' : cString(f.pageParam)};
+let page = ${f.page};
+const pages = ${orNone(f.pages, 'null')}; // null: every page, until the total
 
 (async () => {
   const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', processEntities: false });
-  let seen = 0;
+  const ids = [];
+  let fetched = 0;
+  let result;
   for (;;) {
     const url = \`\${base}&appKey=\${encodeURIComponent(appKey)}\` + (pageParam === null ? '' : \`&\${pageParam}=\${page}\`);
     const response = await fetch(url);
     if (!response.ok) throw new Error(\`HTTP \${response.status}\`);
-    const result = parser.parse(await response.text()).searchResultSet;
+    result = parser.parse(await response.text()).searchResultSet;
     const items = [result.mainResults?.searchResultItem ?? []].flat();
-    for (const item of items) console.log(\`item \${item.mediaId}\`);
-    seen += items.length;
-    if (pageParam === null || items.length === 0 || seen >= Number(result.totalDesigns)) {
-      console.log(\`total \${result.totalDesigns}\`);
-      break;
-    }
+    ids.push(...items.map((item) => item.mediaId));
+    fetched++;
+    const done = pages !== null ? fetched >= pages : items.length === 0 || ids.length >= Number(result.totalDesigns);
+    if (pageParam === null || done) break;
     page++;
   }
+  // The items your legacy call returned.
+  for (const id of ids.slice(${f.skip}${f.take === null ? '' : `, ${f.skip + f.take}`})) console.log(\`item \${id}\`);
+  console.log(\`total \${result.totalDesigns}\`);
 })();
 `;
 }
 
-function curl(base: string, pageParam: string | null, page: number | null): string {
-  const request = `curl -fsS --get ${shellQuoted(base)} --data-urlencode "appKey=$app_key"`;
-  const ids = `grep -o ' mediaId="[^"]*"' | sed 's/ mediaId="\\(.*\\)"/item \\1/'`;
-  const total = `grep -o 'totalDesigns="[0-9]*"' | head -n 1 | tr -dc 0-9`;
-  if (pageParam === null) {
-    return `#!/bin/sh
-# The .cp request that replaces your legacy call. Set CP_APP_KEY to your appKey.
-app_key="\${CP_APP_KEY:-YOUR_APP_KEY}"
-body=$(${request}) || exit 1
-printf '%s\\n' "$body" | ${ids}
-echo "total $(printf '%s\\n' "$body" | ${total})"
-`;
-  }
+function curl(f: Filled): string {
+  const request = `curl -fsS --get ${shellQuoted(f.base)} --data-urlencode "appKey=$app_key"`;
+  const pageData = f.pageParam === null ? '' : ` --data ${shellQuoted(`${f.pageParam}=`)}"$page"`;
+  const stop =
+    f.pageParam === null
+      ? 'break'
+      : f.pages === null
+        ? 'if [ "$count" -eq 0 ] || [ "$seen" -ge "$total" ]; then break; fi'
+        : `[ "$fetched" -ge ${f.pages} ] && break`;
   return `#!/bin/sh
-# The .cp requests that replace your legacy call: every page, until the total. Set CP_APP_KEY to your appKey.
+# The .cp request(s) that replace your legacy call. Set CP_APP_KEY to your appKey.
 app_key="\${CP_APP_KEY:-YOUR_APP_KEY}"
-page=${page}
-seen=0
+page=${f.page}
+fetched=0
+ids=''
 while :; do
-  body=$(${request} --data ${shellQuoted(`${pageParam}=`)}"$page") || exit 1
-  items=$(printf '%s\\n' "$body" | ${ids})
+  body=$(${request}${pageData}) || exit 1
+  items=$(printf '%s\\n' "$body" | grep -o ' mediaId="[^"]*"' | sed 's/ mediaId="\\(.*\\)"/\\1/')
   count=$(printf '%s' "$items" | grep -c .)
-  total=$(printf '%s\\n' "$body" | ${total})
-  [ "$count" -gt 0 ] && printf '%s\\n' "$items"
-  seen=$((seen + count))
-  if [ "$count" -eq 0 ] || [ "$seen" -ge "$total" ]; then
-    echo "total $total"
-    break
-  fi
+  total=$(printf '%s\\n' "$body" | grep -o 'totalDesigns="[0-9]*"' | head -n 1 | tr -dc 0-9)
+  [ "$count" -gt 0 ] && ids="$ids$items
+"
+  fetched=$((fetched + 1))
+  seen=$(printf '%s' "$ids" | grep -c .)
+  ${stop}
   page=$((page + 1))
 done
+# The items your legacy call returned.
+printf '%s' "$ids" | sed -n '${f.skip + 1},${f.take === null ? '$' : f.skip + f.take}p' | sed 's/^/item /'
+echo "total $total"
 `;
+}
+
+/** The URL of each page a paged request's `pages` are, from its own on; for every page until the total, its first. */
+export function pageUrls({ url, paging }: SnippetRequest): string[] {
+  if (paging === null || paging.pages === null) return [url];
+  const { base, page } = filled({ url, paging });
+  return Array.from({ length: paging.pages }, (_, i) => `${base}&${paging.pageParam}=${page + i}`);
 }

@@ -3,6 +3,7 @@ import { BINDING_NAMES } from '../inbound/binding.js';
 import { findOperation } from '../operations.js';
 import { MAX_SUCCESSOR_LENGTH } from '../translate/plan.js';
 import { OUTCOMES, type LedgerHit, type Outcome } from '../deprecation/ledger.js';
+import { pagingOfRecord } from '../deprecation/ledger-record.js';
 
 /**
  * One line of a hit log, read. The hits share their file with other lines (operator warnings, start-up
@@ -74,6 +75,8 @@ export function readHitLine(line: string): ReadLine {
       binding: fields.binding as string,
       outcome: fields.outcome as Outcome,
       successor: successor !== null && successor.length > MAX_SUCCESSOR_LENGTH ? null : successor,
+      // As a ledger record's: one the proxy would not write is none, and the hit still counts.
+      successorPaging: pagingOfRecord(fields.successorPaging) ?? null,
       clientFingerprint: textOrNull(fields.clientFingerprint),
       team: cut(textOrNull(fields.team), MAX_CARD_LENGTH),
       contact: cut(textOrNull(fields.contact), MAX_CARD_LENGTH),

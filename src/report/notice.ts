@@ -1,8 +1,7 @@
 import { htmlEncode } from '../aspnet/error-page.js';
-import { languageOf, returnsWholeList, snippetsFor } from '../migration/snippets.js';
+import { languageOf, pageUrls, snippetsFor } from '../migration/snippets.js';
 import { stackText, statusText } from '../migration/status.js';
-import type { MigrationPolicy } from '../migration/clients.js';
-import { findOperation, type PagedPath } from '../operations.js';
+import { type MigrationPolicy, replacementOf } from '../migration/clients.js';
 import { formatTime } from './format.js';
 import type { ClientReport } from './report.js';
 
@@ -19,7 +18,8 @@ interface NoticeOperation {
   readonly calls: number;
   readonly lastSeen: string;
   readonly bindings: string;
-  readonly url: string | null;
+  /** The request(s) that replace its latest successful call; empty when none recorded one. */
+  readonly urls: readonly string[];
   readonly code: string | null;
 }
 
@@ -49,27 +49,27 @@ function noticeOf(client: ClientReport, policy: MigrationPolicy): Notice {
       `(${client.faults} failed).`,
     language,
     operations: client.operations.map((operation) => {
-      const spec = findOperation(operation.operation);
-      const url = operation.example === null ? null : `${policy.successorBase}${operation.example}`;
-      const pageParam = spec !== undefined && returnsWholeList(spec) ? (policy.pageParams[spec.replacement as PagedPath] ?? null) : null;
+      const example = operation.example === null ? null : { at: 0, successor: operation.example, paging: operation.examplePaging };
+      const request = example === null ? null : replacementOf(example, operation.operation, policy);
       return {
         operation: operation.operation,
         endpoint: operation.replacement,
         calls: operation.calls,
         lastSeen: formatTime(operation.lastSeen),
         bindings: operation.bindings.map((binding) => `${binding.binding} ${binding.calls}`).join(', '),
-        url,
-        code: url === null ? null : snippetsFor({ url, pageParam })[language],
+        urls: request === null ? [] : pageUrls(request),
+        code: request === null ? null : snippetsFor(request)[language],
       };
     }),
   };
 }
 
 const replacementText = (operation: NoticeOperation): string =>
-  operation.url ??
-  (operation.endpoint === null
-    ? 'no operation was named: look at what the client sends'
-    : `${operation.endpoint} (no successful call of yours recorded its request)`);
+  operation.urls.length > 0
+    ? operation.urls.join(' then ')
+    : operation.endpoint === null
+      ? 'no operation was named: look at what the client sends'
+      : `${operation.endpoint} (no successful call of yours recorded its request)`;
 
 export function noticeText(client: ClientReport, policy: MigrationPolicy): string {
   const notice = noticeOf(client, policy);

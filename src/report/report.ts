@@ -2,6 +2,7 @@ import { OPERATIONS, findOperation, parameterMapping, type PagedPath, type Param
 import { DAY_MS, type Collected } from './collect.js';
 import { OUTCOMES, compareText, laterStack, sortEntries, type LedgerEntry, type Outcome } from '../deprecation/ledger.js';
 import type { ClientStackName } from '../clients/stack.js';
+import type { SuccessorPaging } from '../translate/plan.js';
 import { type ClientStatus, clientStatus, type StatusPolicy } from '../migration/status.js';
 
 /**
@@ -35,6 +36,8 @@ export interface OperationReport extends Tally {
   readonly replacement: string | null;
   /** The successor of the client's latest ok call of the operation; null when no line recorded one (schema 1). */
   readonly example: string | null;
+  /** How the pages from `example` on made that call's result; null for one page (or a line that did not say). */
+  readonly examplePaging: SuccessorPaging | null;
   readonly bindings: readonly BindingReport[];
 }
 
@@ -206,6 +209,7 @@ function operationReport(operation: string, entries: readonly LedgerEntry[]): Op
     replacement: spec?.replacement ?? null,
     ...tally(entries),
     example: latest?.successor ?? null,
+    examplePaging: latest?.paging ?? null,
     bindings: sortEntries([...entries]).map((entry) => ({ binding: entry.binding, ...tally([entry]) })),
   };
 }

@@ -3,7 +3,7 @@ import { TranslationError } from '../errors.js';
 import type { ArgValue, ItemWindow, LegacyCall, PagedPath, PagedTarget, TranslatedParams, UpstreamPath } from '../operations.js';
 import type { ItemsShape } from './assemble.js';
 import { captionIndex, merchandiseIds, upstreamAppKey, upstreamSort, type CaptionIndex } from './mapping.js';
-import { itemWindow, legacyPageWindow, planPages, type PageRun } from './paging.js';
+import { itemWindow, legacyPageWindow, planPages, sliceStart, type PageRun } from './paging.js';
 
 /**
  * Call in, plan out: which upstream request(s) answer a legacy call (docs/upstream.md §2, §3). Each
@@ -41,6 +41,24 @@ export function successorOf(plan: Plan): string | null {
   const query = new URLSearchParams(request.params.filter(([name]) => !SECRET_PARAMS.has(name)) as [string, string][]).toString();
   const target = `${request.path}?${query}`;
   return target.length > MAX_SUCCESSOR_LENGTH ? null : target;
+}
+
+/**
+ * How the `.cp` pages that replace a call make its result, from its first request (`successorOf`) on:
+ * what a migrating client must request and keep. Null for a call of one request, whose page is the result.
+ */
+export interface SuccessorPaging {
+  /** Pages requested, the first one's page parameter stepped by one; null: until the list's total is reached. */
+  readonly pages: number | null;
+  /** The items of those pages, in order, that the result is: `take` (null: all) from `skip` on. */
+  readonly skip: number;
+  readonly take: number | null;
+}
+
+export function successorPagingOf(plan: Plan): SuccessorPaging | null {
+  if (plan.kind === 'single') return null;
+  if (plan.kind === 'allPages') return { pages: null, skip: 0, take: null };
+  return { pages: plan.run.pageCount, skip: sliceStart(plan.window, plan.run), take: plan.window.count };
 }
 
 /** What every plan says besides its requests. */
