@@ -71,6 +71,27 @@ describe.skipIf(skipClientSuite(redisInstalled))('the fleet ledger (redis.url)',
     }
   });
 
+  it("serves each client's status and migration fleet-wide, in /clients, /clients/{client} and to the caller itself", async () => {
+    const key = 'fleet-clients-key';
+    const client = clientFingerprint(key, TEST_CLIENT_ID_KEY);
+    await search(first, key);
+    await search(second, key);
+    await callsSeen(first, client, 2);
+    await callsSeen(second, client, 2);
+    for (const proxy of [first, second]) {
+      const listed = (await (await fetch(`${proxy.adminUrl}/clients`)).json()) as {
+        scope: string;
+        clients: { client: string; calls: number; status: string }[];
+      };
+      expect(listed.scope).toBe('fleet');
+      expect(listed.clients.find((one) => one.client === client)).toMatchObject({ calls: 2, status: 'deprecated' });
+      const one = (await (await fetch(`${proxy.adminUrl}/clients/${encodeURIComponent(client)}`)).json()) as Record<string, unknown>;
+      expect(one).toMatchObject({ scope: 'fleet', client, calls: 2 });
+      const own = (await (await fetch(`${proxy.url}/deprecation/status?apiKey=${key}`)).json()) as Record<string, unknown>;
+      expect(own).toMatchObject({ client, calls: 2 });
+    }
+  });
+
   it('while Redis is away, answers every call and shows the instance’s own ledger; once it is back, the calls made meanwhile are in the ' +
     'fleet’s', {
     timeout: 40_000,
