@@ -97,7 +97,7 @@ describe('GET /ledger at the cap: 10,001 unnamed callers, then a configured clie
       legacyVersion: null,
       replacement: '/product.search.cp',
       successor: `/product.search.cp?v=3&query=${'x'.repeat(1970)}`,
-      successorPaging: { pages: 2 ** 31, skip: 2 ** 31, take: 2 ** 31 },
+      successorPaging: { pages: 10_000, skip: 100_000, take: 2 ** 31 - 1 - 100_000 },
       clientStack: 'perl-soapwsdl',
       clientStackVersion: `3.${'0'.repeat(38)}`,
       route: 'translated',

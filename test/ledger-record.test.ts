@@ -61,6 +61,14 @@ describe('a ledger entry read back', () => {
       'an example taking more than a legacy call can ask',
       { example: { at: NOW, successor: '/x', paging: { pages: 1, skip: 0, take: 2 ** 40 } } },
     ],
+    [
+      'an example of more pages than a call may make',
+      { example: { at: NOW, successor: '/x', paging: { pages: 10_001, skip: 0, take: null } } },
+    ],
+    [
+      'an example whose slice ends past Int32',
+      { example: { at: NOW, successor: '/x', paging: { pages: 1, skip: 100, take: 2 ** 31 - 100 } } },
+    ],
     ['an example whose paging is text', { example: { at: NOW, successor: '/x', paging: '2 pages' } }],
     ['a stack this service does not know', { stack: { at: NOW, name: 'cobol-soap', version: null } }],
     ['a stack version that is not one', { stack: { at: NOW, name: 'curl', version: '8.0 <script>' } }],

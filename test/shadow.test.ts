@@ -363,14 +363,16 @@ describe('passthrough', () => {
         status: 200,
         upstreamRequests: 0,
         successor: '/product.search.cp?v=3&query=dog',
+        successorPaging: null,
       });
-      // The old service's own fault, relayed as it is.
+      // The old service's own fault, relayed as it is; its replacement is still every page of the store.
       expect(fault).toMatchObject({
         operation: 'StoreLookup',
         route: 'passthrough',
         outcome: 'fault',
         reason: 'legacy_fault',
         status: 500,
+        successorPaging: { pages: null, skip: 0, take: null },
       });
     },
   );

@@ -57,7 +57,7 @@ const required = process.env.REQUIRE_OTHER_CLIENTS === '1';
 
 let proxy: TestProxy;
 let dir: string;
-/** The legacy result of each call the client made, by operation. */
+/** The legacy result of each call the client made, by operation and binding. */
 const legacy = new Map<string, ResultSet>();
 let migration: ClientMigration;
 
@@ -80,12 +80,21 @@ beforeAll(async () => {
   for (const [operation, path] of Object.entries(calls)) {
     const response = await fetch(`${proxy.url}/index.asmx/${path}`);
     expect(response.status).toBe(200);
-    legacy.set(operation, readResultSet(parseXml(await response.text())));
+    legacy.set(`${operation} httpGet`, readResultSet(parseXml(await response.text())));
   }
+  // A window of no item, over HTTP POST (an entry of its own): the page is requested for its total, no item kept.
+  const none = await fetch(`${proxy.url}/index.asmx/AdvancedSearch`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: `query=&apiKey=${KEY}&version=&productTypes=Mug&startResults=3&maxResults=0&maxProductsPerDesign=&sort=`,
+  });
+  expect(none.status).toBe(200);
+  legacy.set('AdvancedSearch httpPost', readResultSet(parseXml(await none.text())));
+  expect(legacy.get('AdvancedSearch httpPost')?.items).toHaveLength(0);
   // Several pages: the snippet must walk them; the windows are slices the snippet must cut.
-  expect(legacy.get('StoreLookup')?.items.length).toBeGreaterThan(256);
-  expect(legacy.get('StoreLookupPaged')?.items).toHaveLength(300);
-  expect(legacy.get('AdvancedSearch')?.items).toHaveLength(20);
+  expect(legacy.get('StoreLookup httpGet')?.items.length).toBeGreaterThan(256);
+  expect(legacy.get('StoreLookupPaged httpGet')?.items).toHaveLength(300);
+  expect(legacy.get('AdvancedSearch httpGet')?.items).toHaveLength(20);
   const answer = await fetch(`${proxy.adminUrl}/clients/${encodeURIComponent(clientFingerprint(KEY))}`);
   expect(answer.status).toBe(200);
   migration = (await answer.json()) as ClientMigration;
@@ -99,6 +108,7 @@ afterAll(async () => {
 describe('the snippets of a client', () => {
   it('come for every operation it called, in every language, with its parameters and the key left as a placeholder', () => {
     expect(migration.operations.map((use) => use.operation).sort()).toEqual([
+      'AdvancedSearch',
       'AdvancedSearch',
       'ProductLookup',
       'Search',
@@ -130,8 +140,8 @@ describe('the snippets of a client', () => {
       async () => {
         expect(missing, `missing: ${missing.join(', ')}`).toEqual([]);
         for (const use of migration.operations) {
-          const result = legacy.get(use.operation) as ResultSet;
-          const own = join(dir, `${language}-${use.operation}`);
+          const result = legacy.get(`${use.operation} ${use.binding}`) as ResultSet;
+          const own = join(dir, `${language}-${use.operation}-${use.binding}`);
           await rm(own, { recursive: true, force: true });
           await mkdtemp(`${own}-`).then(async (work) => {
             const file = join(work, runner.file);

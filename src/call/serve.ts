@@ -173,7 +173,10 @@ async function route<W>(
     const refused = steps.refuse(call, caller, planned.successor);
     if (refused !== null) {
       const reply = refusalReply(binding.writeError(refused, wire), refused);
-      return { ending: { reply, failure: refused, successor: planned.successor }, route };
+      return {
+        ending: { reply, failure: refused, successor: planned.successor, successorPaging: 'plan' in planned ? planned.paging : null },
+        route,
+      };
     }
     // The one options object of every fetch of the call, whichever path makes it.
     const options: FetchOptions = {
@@ -196,6 +199,7 @@ async function route<W>(
       request: context.request,
       userAgent: context.userAgent,
       successor: planned.successor,
+      successorPaging: 'plan' in planned ? planned.paging : null,
       options,
       translate: translated,
     });

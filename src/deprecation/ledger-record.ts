@@ -82,11 +82,17 @@ function seenStackOf(value: unknown, instant: (at: unknown) => at is number): Se
   return instant(at) && stack !== null ? { at, ...stack } : undefined;
 }
 
-/** Larger than any page count, offset or item count a legacy call can ask for (Int32 parameters). */
-const MAX_PAGING_VALUE = 2 ** 31;
+/**
+ * Bounds no call of the proxy reaches: its pages are at most `upstream.maxPagesPerCall` (10,000), a
+ * window starts inside its first page (`paging.profiles` pages are at most 100,000 items), and what
+ * a snippet slices must stay an Int32 in C# and Java.
+ */
+const MAX_PAGES = 10_000;
+const MAX_SKIP = 100_000;
+const MAX_INT32 = 2 ** 31 - 1;
 
-const count = (value: unknown, min: number): value is number =>
-  Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= MAX_PAGING_VALUE;
+const count = (value: unknown, min: number, max: number): value is number =>
+  Number.isSafeInteger(value) && (value as number) >= min && (value as number) <= max;
 
 /**
  * The paging of an example as a record or a hit line holds it: null (one page, or absent: a version
@@ -96,7 +102,10 @@ export function pagingOfRecord(value: unknown): SuccessorPaging | null | undefin
   if (value === null || value === undefined) return null;
   if (typeof value !== 'object') return undefined;
   const { pages, skip, take } = value as Readonly<Record<string, unknown>>;
-  const valid = (pages === null || count(pages, 1)) && count(skip, 0) && (take === null || count(take, 0));
+  const valid =
+    (pages === null || count(pages, 1, MAX_PAGES)) &&
+    count(skip, 0, MAX_SKIP) &&
+    (take === null || count(take, 0, MAX_INT32 - (skip as number)));
   return valid ? { pages: pages as number | null, skip: skip as number, take: take as number | null } : undefined;
 }
 

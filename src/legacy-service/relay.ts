@@ -7,6 +7,7 @@ import type { Caller } from '../clients/directory.js';
 import { CallError, ClientClosedError, LegacyOriginError, UpstreamError, failureReason } from '../errors.js';
 import { TEXT_CONTENT_TYPE } from '../aspnet/error-page.js';
 import type { Ending, WrittenEnding } from '../inbound/ending.js';
+import type { SuccessorPaging } from '../translate/plan.js';
 import type { BindingName, ServiceRequest } from '../inbound/binding.js';
 import { CACHE_ERROR, isRelayed, type RelayedReply, type Reply } from '../inbound/reply.js';
 import { legacyOriginFailed } from '../messages.js';
@@ -34,8 +35,9 @@ export interface RoutedCall {
   readonly caller: Caller;
   readonly request: ServiceRequest;
   readonly userAgent: string | undefined;
-  /** The call's successor, from its plan. */
+  /** The call's successor, from its plan, and how its pages make the result. */
   readonly successor: string | null;
+  readonly successorPaging: SuccessorPaging | null;
   /** The call's fetch options: its requestId, its deadline and signal (the caller hanging up), its hit's tally. */
   readonly options: FetchOptions;
   readonly translate: TranslatedPath;
@@ -92,9 +94,10 @@ export function createLegacyRouting({ config, registry, log, tracing }: LegacyRo
         reply: relayed,
         failure: relayed.status >= 400 ? new LegacyOriginError({ code: 'status', status: relayed.status }) : null,
         successor: routed.successor,
+        successorPaging: routed.successorPaging,
       };
     } catch (err) {
-      return { reply: originFailedReply(err), failure: err, successor: routed.successor };
+      return { reply: originFailedReply(err), failure: err, successor: routed.successor, successorPaging: routed.successorPaging };
     }
   }
 

@@ -60,6 +60,9 @@ export function returnsWholeList(operation: OperationSpec): boolean {
   return whole;
 }
 
+/** Page requests listed in an answer at most; a snippet requests the rest itself. */
+const MAX_LISTED_PAGES = 100;
+
 /** What every template is filled with: where to start, and what to keep. */
 interface Filled {
   readonly base: string;
@@ -77,12 +80,14 @@ function filled({ url, paging }: SnippetRequest): Filled {
   // Relative when there is no base to reach the endpoints at (the demo upstream answers on the proxy's own host).
   const relative = url.startsWith('/');
   const parsed = new URL(url, 'http://relative.invalid');
-  const page = Number(parsed.searchParams.get(paging.pageParam) ?? '1');
+  const page = Number(parsed.searchParams.get(paging.pageParam));
+  // The request names no page under that parameter (the profile was renamed since): it stands alone.
+  if (!parsed.searchParams.has(paging.pageParam) || !Number.isSafeInteger(page)) return filled({ url, paging: null });
   parsed.searchParams.delete(paging.pageParam);
   return {
     base: relative ? `${parsed.pathname}${parsed.search}` : parsed.href,
     pageParam: paging.pageParam,
-    page: Number.isSafeInteger(page) ? page : 1,
+    page,
     pages: paging.pages,
     skip: paging.skip,
     take: paging.take,
@@ -310,8 +315,7 @@ while (1) {
     $page++;
 }
 # The items your legacy call returned.
-my @kept = grep { defined } @ids[${f.skip} .. ${f.take === null ? '$#ids' : f.skip + f.take - 1}];
-print "item $_\\n" for @kept;
+print "item $ids[$_]\\n" for grep { $_ <= $#ids } ${f.skip} .. ${f.take === null ? '$#ids' : f.skip + f.take - 1};
 print 'total ', $result->getAttribute('totalDesigns'), "\\n";
 `;
 }
@@ -354,6 +358,7 @@ const pages = ${orNone(f.pages, 'null')}; // null: every page, until the total
 function curl(f: Filled): string {
   const request = `curl -fsS --get ${shellQuoted(f.base)} --data-urlencode "appKey=$app_key"`;
   const pageData = f.pageParam === null ? '' : ` --data ${shellQuoted(`${f.pageParam}=`)}"$page"`;
+  const keep = f.take === null ? "'NR > skip'" : `-v take=${f.take} 'NR > skip && NR <= skip + take'`;
   const stop =
     f.pageParam === null
       ? 'break'
@@ -379,14 +384,14 @@ while :; do
   page=$((page + 1))
 done
 # The items your legacy call returned.
-printf '%s' "$ids" | sed -n '${f.skip + 1},${f.take === null ? '$' : f.skip + f.take}p' | sed 's/^/item /'
+printf '%s' "$ids" | awk -v skip=${f.skip} ${keep} | sed 's/^/item /'
 echo "total $total"
 `;
 }
 
 /** The URL of each page a paged request's `pages` are, from its own on; for every page until the total, its first. */
-export function pageUrls({ url, paging }: SnippetRequest): string[] {
-  if (paging === null || paging.pages === null) return [url];
-  const { base, page } = filled({ url, paging });
-  return Array.from({ length: paging.pages }, (_, i) => `${base}&${paging.pageParam}=${page + i}`);
+export function pageUrls(request: SnippetRequest): string[] {
+  const { base, pageParam, page, pages } = filled(request);
+  if (pageParam === null || pages === null) return [request.url];
+  return Array.from({ length: Math.min(pages, MAX_LISTED_PAGES) }, (_, i) => `${base}&${pageParam}=${page + i}`);
 }
