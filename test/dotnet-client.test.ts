@@ -12,7 +12,7 @@ import {
   STORE_PAGE_SIZE,
   demoCatalog,
   type HitStack,
-  hitStacksSince,
+  markPair,
   requireClient,
   skipClientSuite,
   pairLogProblems,
@@ -241,7 +241,7 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
 
     beforeAll(async () => {
       if (!proxy || !unreachable) throw new Error('the proxies did not start');
-      const marks = [proxy.log.length, unreachable.log.length] as const;
+      const since = markPair({ proxy, unreachable });
       workDir = await mkdtemp(join(tmpdir(), `dotnet-client-soap${version.version.replace('.', '')}-`));
       const source = join(workDir, 'CatalogService.cs');
       const exe = join(workDir, 'client.exe');
@@ -288,7 +288,7 @@ describe.skipIf(skipClientSuite(AVAILABLE))('.NET SoapHttpClientProtocol proxy (
       >;
       for (const [name, record] of Object.entries(calls)) expect(record.op, name).toBe(planned[name]?.[0]);
       for (const op of OPERATIONS) expect(refused[op].op).toBe(op);
-      stacks = [...hitStacksSince(proxy.log, marks[0]), ...hitStacksSince(unreachable.log, marks[1])];
+      stacks = since();
     }, 120_000);
 
     it('is recognised as dotnet-wsdl, with the version of its web services protocol, in the hit of every call', () => {

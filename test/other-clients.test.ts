@@ -8,7 +8,7 @@ import { childElements, type XmlElement } from '../src/xml/tree.js';
 import {
   demoCatalog,
   type HitStack,
-  hitStacksSince,
+  markPair,
   requireClient,
   skipClientSuite,
   pairLogProblems,
@@ -269,12 +269,12 @@ for (const client of CLIENTS) {
 
         beforeAll(async () => {
           requireClient(client.available, `${client.name} is not installed`);
-          const marks = [proxy.log.length, unreachable.log.length] as const;
+          const since = markPair({ proxy, unreachable });
           [calls, refused] = await Promise.all([
             runClient(client, proxy.url, version, plan()),
             runClient(client, unreachable.url, version, refusedPlan),
           ]);
-          stacks = [...hitStacksSince(proxy.log, marks[0]), ...hitStacksSince(unreachable.log, marks[1])];
+          stacks = since();
         }, 120_000);
 
         it(`is recognised as ${client.stack} in the hit of every call, with its version`, () => {

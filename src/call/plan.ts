@@ -9,13 +9,13 @@ import { planOf, type SuccessorPaging, successorOf, successorPagingOf, type Plan
  */
 export type Planned =
   | { readonly plan: Plan; readonly successor: string | null; readonly paging: SuccessorPaging | null }
-  | { readonly error: unknown; readonly successor: null };
+  | { readonly error: unknown; readonly successor: null; readonly paging: null };
 
 export function planCall(call: LegacyCall, context: TranslateContext): Planned {
   try {
     const plan = planOf(call, context);
     return { plan, successor: successorOf(plan), paging: successorPagingOf(plan) };
   } catch (error) {
-    return { error, successor: null };
+    return { error, successor: null, paging: null };
   }
 }

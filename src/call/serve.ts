@@ -174,7 +174,7 @@ async function route<W>(
     if (refused !== null) {
       const reply = refusalReply(binding.writeError(refused, wire), refused);
       return {
-        ending: { reply, failure: refused, successor: planned.successor, successorPaging: 'plan' in planned ? planned.paging : null },
+        ending: { reply, failure: refused, successor: planned.successor, successorPaging: planned.paging },
         route,
       };
     }
@@ -199,7 +199,7 @@ async function route<W>(
       request: context.request,
       userAgent: context.userAgent,
       successor: planned.successor,
-      successorPaging: 'plan' in planned ? planned.paging : null,
+      successorPaging: planned.paging,
       options,
       translate: translated,
     });

@@ -28,10 +28,10 @@ export async function translatedEnding<W>(
     const reply = binding.write(result, call, wire);
     // Written into the reply: the page's bytes go back to the pool (src/xml/pool.ts).
     releasePage(result);
-    return { reply, failure: null, successor: planned.successor, successorPaging: 'plan' in planned ? planned.paging : null };
+    return { reply, failure: null, successor: planned.successor, successorPaging: planned.paging };
   } catch (err) {
     // Over the upstream budget: shed, as a call past the concurrency limit is, not a fault.
     const reply = err instanceof UpstreamBusy ? shedReply(err.retryAfterSeconds) : binding.writeError(err, wire);
-    return { reply, failure: err, successor: planned.successor, successorPaging: 'plan' in planned ? planned.paging : null };
+    return { reply, failure: err, successor: planned.successor, successorPaging: planned.paging };
   }
 }

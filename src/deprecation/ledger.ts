@@ -153,9 +153,14 @@ export class Ledger {
 }
 
 /** The stack seen last, but a known one over `unknown`: one curl call with a key does not hide the SOAP stack behind it. */
-export function laterStack(a: SeenStack | null, b: SeenStack | null): SeenStack | null {
+function laterStack(a: SeenStack | null, b: SeenStack | null): SeenStack | null {
   if (a !== null && b !== null && (a.name === 'unknown') !== (b.name === 'unknown')) return a.name === 'unknown' ? b : a;
   return later(a, b);
+}
+
+/** The stack of a client's entries: their latest, a known one before `unknown`. */
+export function latestStack(entries: readonly LedgerEntry[]): SeenStack | null {
+  return entries.reduce<SeenStack | null>((latest, entry) => laterStack(latest, entry.stack), null);
 }
 
 /** The calls of `a` and `b`, one client, operation and binding's, as one entry. */

@@ -1,7 +1,7 @@
 import type { ClientStackName } from '../clients/stack.js';
 import type { Config } from '../config/schema.js';
 import { successorBaseOf } from '../deprecation/headers.js';
-import { type Example, FOLDED_CLIENT, type LedgerEntry, laterStack } from '../deprecation/ledger.js';
+import { type Example, FOLDED_CLIENT, type LedgerEntry, latestStack } from '../deprecation/ledger.js';
 import type { LedgerView } from '../deprecation/ledger-view.js';
 import { findOperation, PAGED_PATHS, type PagedPath } from '../operations.js';
 import { languageOf, pageUrls, returnsWholeList, type SnippetLanguage, type SnippetRequest, snippetsFor } from './snippets.js';
@@ -85,7 +85,7 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 function summaryOf(client: string, entries: readonly LedgerEntry[], policy: StatusPolicy, now: number): ClientSummary {
   const lastSeen = Math.max(...entries.map((entry) => entry.lastSeen));
-  const stack = entries.reduce<LedgerEntry['stack']>((latest, entry) => laterStack(latest, entry.stack), null);
+  const stack = latestStack(entries);
   return {
     client,
     configured: entries.some((entry) => entry.configured),

@@ -1,6 +1,6 @@
 import { OPERATIONS, findOperation, parameterMapping, type PagedPath, type ParamMapping } from '../operations.js';
 import { DAY_MS, type Collected } from './collect.js';
-import { OUTCOMES, compareText, laterStack, sortEntries, type LedgerEntry, type Outcome } from '../deprecation/ledger.js';
+import { OUTCOMES, compareText, latestStack, sortEntries, type LedgerEntry, type Outcome } from '../deprecation/ledger.js';
 import type { ClientStackName } from '../clients/stack.js';
 import type { SuccessorPaging } from '../translate/plan.js';
 import { type ClientStatus, clientStatus, type StatusPolicy } from '../migration/status.js';
@@ -151,7 +151,7 @@ export function buildReport(collected: Collected, input: InputSummary, profiles:
     .map(([client, entries]): ClientReport => {
       const recentDays = series(client, collected.byClient.get(client)).counts.slice(-2 * TREND_DAYS);
       const card = collected.cards.get(client);
-      const stack = entries.reduce<LedgerEntry['stack']>((latest, entry) => laterStack(latest, entry.stack), null);
+      const stack = latestStack(entries);
       return {
         client,
         ...clientStatus(Math.max(...entries.map((entry) => entry.lastSeen)), judgement.now, judgement.policy),

@@ -87,3 +87,9 @@ export function hitStacksSince(log: readonly string[], from: number): HitStack[]
     .filter((fields) => fields.event === 'deprecated_call')
     .map((fields) => ({ name: String(fields.clientStack), version: (fields.clientStackVersion as string | null) ?? null }));
 }
+
+/** Marks both logs of `pair` now; the stacks the hits logged since, in both, when asked. */
+export function markPair({ proxy, unreachable }: ProxyPair): () => HitStack[] {
+  const marks = [proxy.log.length, unreachable.log.length] as const;
+  return () => [...hitStacksSince(proxy.log, marks[0]), ...hitStacksSince(unreachable.log, marks[1])];
+}
