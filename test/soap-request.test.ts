@@ -247,3 +247,41 @@ describe('SOAP answers (docs/wire.md §4, §5.1)', () => {
     );
   });
 });
+
+describe('an envelope read again (remembered as read, src/inbound/soap/read.ts)', () => {
+  it('is routed by its own headers each time: the same body under another SOAPAction is another call, or its fault', () => {
+    const body = envelope(SOAP11_ENV, storeLookupPaged);
+    expect(read({ soapAction: `"${SERVICE_NAMESPACE}StoreLookupPaged"`, body }).call.operation.name).toBe('StoreLookupPaged');
+    expect(read({ soapAction: `"${SERVICE_NAMESPACE}ProductLookup"`, body }).call.operation.name).toBe('ProductLookup');
+    expect(faultOf({ soapAction: '"urn:other"', body }).chain).toEqual([
+      'Server did not recognize the value of HTTP Header SOAPAction: urn:other.',
+    ]);
+    expect(read({ soapAction: `"${SERVICE_NAMESPACE}StoreLookupPaged"`, body: Buffer.from(body) }).call.args).toMatchObject({
+      pageIndex: 2,
+    });
+  });
+
+  it('under another content type is refused as it always was, after the same envelope was read', () => {
+    const body = envelope(SOAP11_ENV, storeLookupPaged);
+    const soapAction = `"${SERVICE_NAMESPACE}StoreLookupPaged"`;
+    expect(read({ soapAction, body }).version).toBe('1.1');
+    expect(faultOf({ soapAction, body, contentType: 'text/plain' }).status).toBe(415);
+    expect(faultOf({ soapAction, body, contentType: undefined }).status).toBe(415);
+  });
+
+  it('is refused again when it was refused: a fault is never remembered as a call', () => {
+    const body = envelope(SOAP11_ENV, `<StoreLookupPaged xmlns="${SERVICE_NAMESPACE}"><pageIndex>x</pageIndex></StoreLookupPaged>`);
+    const soapAction = `"${SERVICE_NAMESPACE}StoreLookupPaged"`;
+    const first = faultOf({ soapAction, body });
+    expect(faultOf({ soapAction, body })).toMatchObject({ code: first.code, status: first.status, chain: first.chain });
+  });
+
+  it('over 2 KB is read as any other', () => {
+    const padding = `<!-- ${'x'.repeat(3000)} -->`;
+    const body = envelope(SOAP11_ENV, `${padding}${storeLookupPaged}`);
+    expect(read({ soapAction: `"${SERVICE_NAMESPACE}StoreLookupPaged"`, body }).call.args).toMatchObject({
+      storeId: 'cybersprocket',
+      pageSize: 25,
+    });
+  });
+});

@@ -1,4 +1,4 @@
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 /**
  * Values the fleet keeps in Redis, sealed: an HMAC-SHA256 over the Redis key and the value, made with
@@ -23,9 +23,11 @@ export interface Seal {
  * key's name; the client fingerprint): were the seal an HMAC under the same key, an apiKey spelling
  * `length ‖ Redis key ‖ value` would have the proxy seal that value. HKDF's first step is keyed by a
  * fixed salt, not the secret, so no HMAC with the secret as its key gives one of these keys either.
+ * A KeyObject, made once: Node 24 imports a key given as bytes anew for every HMAC, at 11.5 against
+ * 1.8 µs an HMAC (Node 20: 1.9 either way), and a cached page's key is such an HMAC on every call.
  */
-export function subkey(secret: string, use: string): Buffer {
-  return Buffer.from(hkdfSync('sha256', secret, 'catalog-proxy redis', use, 32));
+export function subkey(secret: string, use: string): KeyObject {
+  return createSecretKey(Buffer.from(hkdfSync('sha256', secret, 'catalog-proxy redis', use, 32)));
 }
 
 export function createSeal(secret: string): Seal {

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { OperatorRefusals } from './operator-refusals.js';
 
@@ -33,7 +33,8 @@ export function operatorGuard({ token, loopback, refused }: OperatorAccess): onR
  * that the comparison is of two digests of one length, whatever the length or the prefix sent.
  */
 function bearerCheck(token: string, refuse: Refuse): onRequestHookHandler {
-  const key = randomBytes(32);
+  // A KeyObject: Node 24 imports a key given as bytes anew for every HMAC (src/redis/seal.ts, subkey).
+  const key = createSecretKey(randomBytes(32));
   const digest = (text: string): Buffer => createHmac('sha256', key).update(text).digest();
   const expected = digest(token);
   return async (request, reply) => {
