@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { XMLValidator } from 'fast-xml-parser';
 import Fastify from 'fastify';
 import * as soap from 'soap';
 import { Agent, request } from 'undici';
@@ -22,7 +23,12 @@ import type { Tracing } from '../src/tracing/setup.js';
  *   passthrough  (a) bare fastify + undici: the Search query cut out of the envelope with a regular
  *                expression, the upstream body spliced into the envelope with the proxy's bytes
  *                (whitespace between tags dropped, `xmlns=""` added), no checks
- *   facade       (b) what a team would write by hand with the `soap` package's server
+ *   facade       (b) what a team would write by hand with the `soap` package's server; with
+ *                `checkPage`, (b2): the same facade checking the upstream page (fast-xml-parser's
+ *                XMLValidator) before it answers, a fault otherwise, as the proxy checks every page
+ *   wire         (z) a cache hit at the wire's limit: bare fastify that reads the request whole and
+ *                answers the bytes `proxy` answered for the same request, from memory (each request
+ *                asked of `proxy` once, on its first call)
  *   proxy        (c) this product; with `tracing`, traced as OTEL_TRACES_EXPORTER=otlp turns it on,
  *                every call sampled, its spans sent to `tracing.endpoint`
  *   sink         a trace collector that costs almost nothing: an OTLP/HTTP receiver that reads each
@@ -39,6 +45,10 @@ interface Options {
   readonly designs?: number;
   readonly storeDelayMs?: number;
   readonly proxyConfig?: Json;
+  /** (b2): the facade checks the upstream page before it answers. */
+  readonly checkPage?: boolean;
+  /** (z): the proxy whose answers it serves from memory. */
+  readonly proxy?: string;
   /** The proxy traced, every call sampled, its spans sent over OTLP/HTTP (protobuf) to `endpoint`. */
   readonly tracing?: { readonly endpoint: string };
 }
@@ -121,13 +131,52 @@ async function startFacade(options: Options): Promise<string> {
             `${upstream.origin}/product.search.cp?v=3&appKey=${APP_KEY}&query=${encodeURIComponent(args.query ?? '')}`,
             { dispatcher: agent },
           );
-          return { SearchResult: { $xml: await body.text() } };
+          const page = await body.text();
+          // (b2): a page that is not well-formed XML is a fault (the soap server writes one for what is thrown), as the proxy's is.
+          if (options.checkPage === true && XMLValidator.validate(page) !== true)
+            throw new Error('The upstream page is not well-formed XML');
+          return { SearchResult: { $xml: page } };
         },
       },
     },
   };
   soap.listen(server, '/index.asmx', implementation, renderWsdl(service, url, paging.profiles), () => {});
   return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * (z): every request read whole (method, URL, body), answered from a map of the proxy's own answers
+ * to it: status, content type and bytes. What a hand-written facade with a cache in front costs when
+ * the cache holds the very reply, the floor a cache hit of the proxy is measured against.
+ */
+async function startWire(options: Options): Promise<string> {
+  const proxy = new URL(options.proxy as string);
+  const agent = new Agent({ connections: 4 });
+  const answers = new Map<string, Promise<{ status: number; contentType: string; body: Buffer }>>();
+  const fastify = Fastify({ logger: false });
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  fastify.all('/*', async (req, reply) => {
+    const body = req.body instanceof Buffer ? req.body : undefined;
+    const key = `${req.method} ${req.url} ${req.headers.soapaction ?? ''} ${body?.toString('latin1') ?? ''}`;
+    let answer = answers.get(key);
+    if (answer === undefined) {
+      answer = request(`${proxy.origin}${req.url}`, {
+        method: req.method as 'GET' | 'POST',
+        headers: { 'content-type': req.headers['content-type'] ?? 'text/plain', soapaction: req.headers.soapaction ?? '' },
+        ...(body === undefined ? {} : { body }),
+        dispatcher: agent,
+      }).then(async (response) => ({
+        status: response.statusCode,
+        contentType: String(response.headers['content-type'] ?? 'text/xml; charset=utf-8'),
+        body: Buffer.from(await response.body.arrayBuffer()),
+      }));
+      answers.set(key, answer);
+    }
+    const { status, contentType, body: bytes } = await answer;
+    return reply.code(status).header('content-type', contentType).send(bytes);
+  });
+  return fastify.listen({ host: '127.0.0.1', port: 0 });
 }
 
 /**
@@ -193,6 +242,7 @@ const STARTERS: Readonly<Record<string, (options: Options) => Promise<string>>> 
   upstream: startUpstream,
   passthrough: startPassthrough,
   facade: startFacade,
+  wire: startWire,
   proxy: startProxy,
   sink: startSink,
 };
