@@ -91,6 +91,62 @@ describe('the fetch pipeline carries the call through the cache', () => {
   });
 });
 
+/**
+ * Pages over the pool's smallest size, each naming its query (and `marker()`) in every item: a page or
+ * reply whose buffer went back to the pool would come out holding another query's items.
+ */
+function largePages(marker: () => string) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const query = `${new URL(req.url ?? '/', 'http://upstream').searchParams.get('query') ?? ''}${marker()}`;
+    const items = Array.from(
+      { length: 300 },
+      (_, id) =>
+        `    <searchResultItem type="IMAGE" mediaId="${id}" title="${query}">\n      <products total="1" />\n    </searchResultItem>\n`,
+    ).join('');
+    res
+      .writeHead(200, { 'content-type': 'text/xml; charset=utf-8' })
+      .end(
+        `<searchResultSet totalDesigns="300" totalProducts="300" startResult="0" resultLength="300" version="3" ` +
+          `sort="by_score_desc">\n  <mainResults>\n${items}  </mainResults>\n  <searchQuery>\n    ` +
+          `<searchString>${query}</searchString>\n  </searchQuery>\n</searchResultSet>`,
+      );
+  };
+}
+
+/** Search for `query` with the apiKey K1 over each binding: the request's URL path and its init. */
+function searchOver(query: string): Record<string, [string, RequestInit]> {
+  const envelope = (ns: string): string =>
+    `<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="${ns}"><soap:Body><Search xmlns="http://tempuri.org/">` +
+    `<query>${query}</query><apiKey>K1</apiKey><version>1</version></Search></soap:Body></soap:Envelope>`;
+  return {
+    soap11: [
+      '/index.asmx',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: '"http://tempuri.org/Search"' },
+        body: envelope('http://schemas.xmlsoap.org/soap/envelope/'),
+      },
+    ],
+    soap12: [
+      '/index.asmx',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/soap+xml; charset=utf-8' },
+        body: envelope('http://www.w3.org/2003/05/soap-envelope'),
+      },
+    ],
+    httpGet: [`/index.asmx/Search?${new URLSearchParams({ query, apiKey: 'K1', version: '1' })}`, {}],
+    httpPost: [
+      '/index.asmx/Search',
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ query, apiKey: 'K1', version: '1' }).toString(),
+      },
+    ],
+  };
+}
+
 describe('a fresh page', () => {
   it('is served from memory: the same reply, no upstream request, the hit says hit', async () => {
     const upstream = behaviour();
@@ -112,29 +168,44 @@ describe('a fresh page', () => {
   });
 
   it('keeps its bytes while other calls borrow and give back the pooled buffers pages come in (src/xml/pool.ts)', async () => {
-    // Pages over the pool's smallest size, each naming its query in every item: a cached page whose
-    // buffer went back to the pool would come out holding another query's items.
-    const app = await started((req, res) => {
-      const query = new URL(req.url ?? '/', 'http://upstream').searchParams.get('query') ?? '';
-      const items = Array.from(
-        { length: 300 },
-        (_, id) =>
-          `    <searchResultItem type="IMAGE" mediaId="${id}" title="${query}">\n      <products total="1" />\n    </searchResultItem>\n`,
-      ).join('');
-      res
-        .writeHead(200, { 'content-type': 'text/xml; charset=utf-8' })
-        .end(
-          `<searchResultSet totalDesigns="300" totalProducts="300" startResult="0" resultLength="300" version="3" ` +
-            `sort="by_score_desc">\n  <mainResults>\n${items}  </mainResults>\n  <searchQuery>\n    ` +
-            `<searchString>${query}</searchString>\n  </searchQuery>\n</searchResultSet>`,
-        );
-    });
+    const app = await started(largePages(() => ''));
     const first = await app.search('kept');
     expect(first.body.length).toBeGreaterThan(32 * 1024);
     for (const other of ['cat', 'bird', 'fish', 'mouse', 'horse']) expect((await app.search(other)).status).toBe(200);
     const again = await app.search('kept');
     expect(pagesOf(again)).toEqual(only('hit'));
     expect(again.body).toBe(first.body);
+  });
+
+  it("each binding's reply from a hit, written once and kept with the page, is the reply of a call without the cache", async () => {
+    // src/memo/replies.ts
+    let marker = '-v1';
+    const cached = await started(largePages(() => marker));
+    const uncached = await started(
+      largePages(() => marker),
+      { cache: { enabled: false } },
+    );
+    const reply = async (app: CachedApp, [path, init]: [string, RequestInit]): Promise<string> => {
+      const response = await fetch(`${app.base}${path}`, init);
+      expect(response.status).toBe(200);
+      return response.text();
+    };
+    const expected: Record<string, string> = {};
+    for (const [binding, request] of Object.entries(searchOver('kept'))) expected[binding] = await reply(uncached, request);
+    // GET and POST answer the same document; the two SOAP versions their own envelopes.
+    expect(new Set(Object.values(expected)).size).toBe(3);
+    for (let round = 0; round < 3; round++) {
+      for (const [binding, request] of Object.entries(searchOver('kept'))) {
+        expect(await reply(cached, request), `${binding}, round ${round}`).toBe(expected[binding]);
+        // Other pages and replies borrow and give back the pool's buffers in between.
+        for (const other of ['cat', 'bird']) await reply(cached, searchOver(`${other}${round}`)[binding]!);
+      }
+    }
+    expect(cached.upstream.requests.filter((request) => request.url.includes('query=kept'))).toHaveLength(1);
+    // A page replaced is written anew.
+    marker = '-v2';
+    cached.clock.now += FRESH_MS + SWR_MS + 1;
+    for (const request of Object.values(searchOver('kept'))) expect(await reply(cached, request)).toContain('title="kept-v2"');
   });
 
   it('shared across keys, a caller coalesced on another key’s request that its key may not make gets its own request', async () => {

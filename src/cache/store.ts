@@ -15,7 +15,7 @@ import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
  */
 
 export function pageOf(cached: CachedPage): CompactDocument {
-  return { type: 'compact', bytes: cached.bytes, rootName: cached.rootName };
+  return { type: 'compact', bytes: cached.bytes, rootName: cached.rootName, kept: true };
 }
 
 /** What a page costs in memory besides its bytes: the entry, its key, its validators. */

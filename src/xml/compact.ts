@@ -25,6 +25,11 @@ export interface CompactDocument {
   /** The root element in UTF-8, whitespace-only text between tags dropped. */
   readonly bytes: Buffer;
   readonly rootName: string;
+  /**
+   * The page cache's own bytes, kept past the call and never lent by the pool: what is written from
+   * them may be kept with them (src/memo/replies.ts).
+   */
+  readonly kept?: true;
 }
 
 /** An upstream page: passed through as compact bytes, or parsed into a tree when it had to be. */

@@ -1,5 +1,6 @@
 import type { SoapFaultCode, SoapVersion } from '../faults.js';
 import type { OperationSpec } from '../../operations.js';
+import { replyFrom } from '../../memo/replies.js';
 import { soapContent, type Page } from '../../xml/compact.js';
 import { joined } from '../../xml/pool.js';
 import { XML_DECLARATION, escapeText, writeXml } from '../../xml/write.js';
@@ -33,14 +34,21 @@ function envelope(version: SoapVersion, header: string, body: string): string {
 /**
  * A compact page goes in as bytes, joined once with the envelope around it in a lent buffer (given
  * back once the reply is sent, src/xml/pool.ts), so that the page is never a string on its way to the
- * client; a tree is written as text.
+ * client; a page the cache keeps, into a buffer kept with it for the next hit (src/memo/replies.ts); a
+ * tree is written as text.
  */
 export function successEnvelope(version: SoapVersion, namespace: string, op: OperationSpec, result: Page): string | Buffer {
   const open = `<${op.name}Response xmlns="${namespace}"><${op.name}Result>`;
   const close = `</${op.name}Result></${op.name}Response>`;
   if (result.type !== 'compact')
     return envelope(version, '', open + writeXml(result, { indent: false, defaultNamespace: namespace }) + close);
-  return joined([Buffer.from(envelopeHead(version, '') + open), ...soapContent(result), Buffer.from(close + ENVELOPE_TAIL)]);
+  const parts = (): Uint8Array[] => [
+    Buffer.from(envelopeHead(version, '') + open),
+    ...soapContent(result),
+    Buffer.from(close + ENVELOPE_TAIL),
+  ];
+  if (result.kept !== true) return joined(parts());
+  return replyFrom(result.bytes, `soap ${version} ${namespace} ${op.name} ${result.rootName}`, () => Buffer.concat(parts()));
 }
 
 const FAULT_CODES: Readonly<Record<SoapVersion, Readonly<Record<SoapFaultCode, string>>>> = {
