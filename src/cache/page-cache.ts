@@ -360,7 +360,6 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
   }
 
   async function fetchPage(request: UpstreamRequest, options: FetchOptions, fetch: FetchPage): Promise<{ page: Page; result: PageSource }> {
-    const { signal } = options;
     const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(options.appKey);
     const key = keyOf(request, acrossKeys);
     const cached = await lookup(key, request);
@@ -370,6 +369,8 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
       refresh(key, request, cached, fetch, options);
       return { page: pageOf(cached), result: 'stale' };
     }
+    // Not before: a page served from the cache waits on nothing, and the call's signal is made when read.
+    const { signal } = options;
     try {
       const flying = flights.get(key);
       // Not one its last caller left: that one fails with that caller's reason, not this one's.

@@ -13,12 +13,47 @@ export interface Deadline {
 }
 
 export function startDeadline(timeoutMs: number): Deadline {
-  const cancel = new AbortController();
-  const timer = setTimeout(() => cancel.abort(new UpstreamError({ code: 'timeout' })), timeoutMs);
-  return {
-    at: Date.now() + timeoutMs,
-    signal: cancel.signal,
-    hungUp: () => cancel.abort(new ClientClosedError()),
-    clear: () => clearTimeout(timer),
-  };
+  return new CallDeadline(Date.now() + timeoutMs);
+}
+
+/**
+ * The signal and its timer are made when something first waits on them (a page fetched, the budget, a
+ * coalesced request): a call the page cache answers whole never does, and the two cost a cache hit
+ * about a tenth of its own work on Node 20 (an AbortController, a timer set and cleared).
+ */
+class CallDeadline implements Deadline {
+  readonly at: number;
+  #cancel: AbortController | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #hungUp = false;
+  #cleared = false;
+
+  constructor(at: number) {
+    this.at = at;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#cancel === null) {
+      const cancel = new AbortController();
+      this.#cancel = cancel;
+      if (this.#hungUp) cancel.abort(new ClientClosedError());
+      else if (!this.#cleared) {
+        const timedOut = (): void => cancel.abort(new UpstreamError({ code: 'timeout' }));
+        const left = this.at - Date.now();
+        if (left > 0) this.#timer = setTimeout(timedOut, left);
+        else timedOut();
+      }
+    }
+    return this.#cancel.signal;
+  }
+
+  hungUp(): void {
+    this.#hungUp = true;
+    this.#cancel?.abort(new ClientClosedError());
+  }
+
+  clear(): void {
+    this.#cleared = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+  }
 }

@@ -183,7 +183,10 @@ async function route<W>(
       requestId: context.requestId,
       appKey: 'plan' in planned ? planned.plan.appKey : null,
       deadline: context.deadline.at,
-      signal: context.deadline.signal,
+      // Read when something waits on it (src/call/deadline.ts): a call the cache answers never does.
+      get signal() {
+        return context.deadline.signal;
+      },
       tally: context.tally,
       ...(context.trace === undefined ? {} : { trace: context.trace }),
     };
