@@ -1,36 +1,42 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startDeadline } from '../src/call/deadline.js';
 import { ClientClosedError, UpstreamError } from '../src/errors.js';
 
 /** A call's deadline (src/call/deadline.ts): its signal is made when first read, and says what it would have said. */
 
-const wait = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const timeoutOf = (signal: AbortSignal): string | undefined =>
+  signal.reason instanceof UpstreamError ? signal.reason.failure.code : undefined;
 
 describe('a call deadline', () => {
-  it('aborts its signal with a timeout once it passes', async () => {
+  it('aborts its signal with a timeout once it passes', () => {
     const deadline = startDeadline(30);
     const { signal } = deadline;
+    vi.advanceTimersByTime(29);
     expect(signal.aborted).toBe(false);
-    await wait(60);
-    expect(signal.aborted).toBe(true);
-    expect(signal.reason).toBeInstanceOf(UpstreamError);
-    expect((signal.reason as UpstreamError).failure.code).toBe('timeout');
+    vi.advanceTimersByTime(1);
+    expect(timeoutOf(signal)).toBe('timeout');
   });
 
-  it('read only after it passed: the signal is already aborted, as a timeout', async () => {
+  it('read only after it passed: the signal is already aborted, as a timeout', () => {
     const deadline = startDeadline(10);
-    await wait(30);
-    expect(deadline.signal.aborted).toBe(true);
-    expect((deadline.signal.reason as UpstreamError).failure.code).toBe('timeout');
+    vi.advanceTimersByTime(30);
+    expect(timeoutOf(deadline.signal)).toBe('timeout');
   });
 
-  it('read late, it still times out when it was set to, not a whole timeout later', async () => {
+  it('read late, it still times out when it was set to, not a whole timeout later', () => {
     const deadline = startDeadline(80);
-    await wait(50);
+    vi.advanceTimersByTime(50);
     const { signal } = deadline;
     expect(signal.aborted).toBe(false);
-    await wait(60);
-    expect(signal.aborted).toBe(true);
+    vi.advanceTimersByTime(30);
+    expect(timeoutOf(signal)).toBe('timeout');
   });
 
   it('a caller that hung up: the signal is aborted as a closed client, whether read before or after', () => {
@@ -41,17 +47,15 @@ describe('a call deadline', () => {
     const after = startDeadline(10_000);
     after.hungUp();
     expect(after.signal.reason).toBeInstanceOf(ClientClosedError);
-    after.clear();
-    before.clear();
   });
 
-  it('cleared, it no longer times out', async () => {
+  it('cleared, it no longer times out', () => {
     const read = startDeadline(20);
     const { signal } = read;
     read.clear();
     const unread = startDeadline(20);
     unread.clear();
-    await wait(40);
+    vi.advanceTimersByTime(40);
     expect(signal.aborted).toBe(false);
     expect(unread.signal.aborted).toBe(false);
   });

@@ -3,40 +3,51 @@ import { BoundedMemo } from '../src/memo/bounded.js';
 import { replyFrom } from '../src/memo/replies.js';
 
 describe('BoundedMemo', () => {
+  /** A memo of `bound` entries of `length` characters at most, and the inputs it made values for, in order. */
+  function counted(bound: number, length = 100) {
+    const memo = new BoundedMemo<number>(bound, length);
+    const made: string[] = [];
+    const of = (input: string): number =>
+      memo.of(input, () => {
+        made.push(input);
+        return input.length;
+      });
+    return { of, made };
+  }
+
   it('makes a value once per input while it is remembered', () => {
-    const memo = new BoundedMemo<string>(4);
-    let made = 0;
-    const make = (input: string): string => {
-      made += 1;
-      return input.toUpperCase();
-    };
-    expect(memo.of('a', make)).toBe('A');
-    expect(memo.of('a', make)).toBe('A');
-    expect(made).toBe(1);
+    const { of, made } = counted(4);
+    expect(of('a')).toBe(1);
+    expect(of('a')).toBe(1);
+    expect(made).toEqual(['a']);
   });
 
-  it('holds at most its bound, forgetting the oldest first', () => {
-    const memo = new BoundedMemo<number>(3);
-    const made: string[] = [];
-    const make = (input: string): number => {
-      made.push(input);
-      return input.length;
-    };
-    for (const input of ['a', 'bb', 'ccc', 'dddd']) memo.of(input, make);
-    expect(memo.size).toBe(3);
-    memo.of('bb', make);
-    memo.of('a', make);
-    expect(made).toEqual(['a', 'bb', 'ccc', 'dddd', 'a']);
-    expect(memo.size).toBe(3);
+  it('holds at most its bound, forgetting the least recently used first', () => {
+    const { of, made } = counted(3);
+    for (const input of ['a', 'bb', 'ccc']) of(input);
+    of('a');
+    of('dddd');
+    of('a');
+    of('ccc');
+    of('bb');
+    expect(made).toEqual(['a', 'bb', 'ccc', 'dddd', 'bb']);
+  });
+
+  it('remembers no input longer than its bound, whatever callers send', () => {
+    const { of, made } = counted(3, 8);
+    of('x'.repeat(9));
+    of('x'.repeat(9));
+    of('y'.repeat(8));
+    of('y'.repeat(8));
+    expect(made).toEqual(['x'.repeat(9), 'x'.repeat(9), 'y'.repeat(8)]);
   });
 
   it('remembers nothing when making the value throws', () => {
-    const memo = new BoundedMemo<string>(2);
+    const memo = new BoundedMemo<string>(2, 10);
     const failing = (): string => {
       throw new Error('refused');
     };
     expect(() => memo.of('x', failing)).toThrow('refused');
-    expect(memo.size).toBe(0);
     expect(memo.of('x', () => 'made')).toBe('made');
   });
 });

@@ -16,15 +16,16 @@ export interface PageKeyOptions {
 }
 
 /**
- * Requests whose keys are remembered: the keyed hash is most of what a cache hit costs besides writing
- * the reply (an HMAC a call; 12 µs of a 250 µs hit in a profile on Node 24), and the same requests
- * come again and again. At most about 1 MiB.
+ * Requests whose keys are remembered: the same requests come again and again, and the keyed hash is an
+ * HMAC a call. Inputs of up to 512 characters (the path and query as sent: a Search for a few words),
+ * so at most about 2 MiB whatever the queries.
  */
 const KEYS_REMEMBERED = 4096;
+const REMEMBERED_INPUT_LENGTH = 512;
 
 /** `shareAcrossKeys` is given per request: a reload may change it, and not every request may share. */
 export function pageKey({ baseUrl, hashOf }: PageKeyOptions): PageKey {
-  const remembered = new BoundedMemo<string>(KEYS_REMEMBERED);
+  const remembered = new BoundedMemo<string>(KEYS_REMEMBERED, REMEMBERED_INPUT_LENGTH);
   return (request, shareAcrossKeys) => {
     const params = shareAcrossKeys ? request.params.filter(([name]) => !SECRET_PARAMS.has(name)) : request.params;
     const query = new URLSearchParams(params as [string, string][]).toString();

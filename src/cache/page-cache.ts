@@ -13,7 +13,7 @@ import {
 } from '../outbound/fetch.js';
 import type { Shared } from '../redis/shared.js';
 import type { UpstreamRequest } from '../translate/plan.js';
-import { ownedPage, type Page } from '../xml/compact.js';
+import { ownedPage, type CompactDocument, type Page } from '../xml/compact.js';
 import { deadlinesOf, longestServedSeconds } from './freshness.js';
 import { pageKey } from './key.js';
 import type { CachedPage } from './entry.js';
@@ -200,6 +200,11 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
   };
 
   /** The page this instance or the fleet holds for `key`, the newer of the two. */
+  /** A cached page as a call gets it: kept (its replies with it) while this instance's memory holds it. */
+  function served(key: string, cached: CachedPage): CompactDocument {
+    return pageOf(cached, memory.holds(key, cached));
+  }
+
   async function lookup(key: string, request: UpstreamRequest): Promise<CachedPage | null> {
     let cached = memory.get(key) ?? null;
     if (fleet !== null && (cached === null || now() >= cached.freshUntil)) {
@@ -247,7 +252,7 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     let caching: ResponseCaching | null = null;
     const conditional =
       cached !== null && (cached.etag !== null || cached.lastModified !== null)
-        ? { etag: cached.etag, lastModified: cached.lastModified, page: pageOf(cached) }
+        ? { etag: cached.etag, lastModified: cached.lastModified, page: served(key, cached) }
         : undefined;
     const revalidation = {
       ...(conditional === undefined ? {} : { conditional }),
@@ -285,7 +290,7 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
       const landed = await fleet.waitFor(key, request.path, cached?.storedAt ?? 0, FLEET_WAIT_MS, options.signal);
       if (landed !== null && landed.rootName === config.upstream.answers[request.path].root) {
         memory.set(key, landed);
-        return { page: pageOf(landed), result: 'coalesced' };
+        return { page: served(key, landed), result: 'coalesced' };
       }
       const { fetched, stored } = await fromUpstream(key, request, cached, fetch, options);
       track(stored);
@@ -303,7 +308,7 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
         landed.rootName === config.upstream.answers[request.path].root
       ) {
         memory.set(key, landed);
-        return { page: pageOf(landed), result: 'coalesced' };
+        return { page: served(key, landed), result: 'coalesced' };
       }
       const fromHere = await fromUpstream(key, request, cached, fetch, options);
       stored = fromHere.stored;
@@ -364,10 +369,10 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     const key = keyOf(request, acrossKeys);
     const cached = await lookup(key, request);
     const at = now();
-    if (cached !== null && at < cached.freshUntil) return { page: pageOf(cached), result: 'hit' };
+    if (cached !== null && at < cached.freshUntil) return { page: served(key, cached), result: 'hit' };
     if (cached !== null && at < cached.staleWhileRevalidateUntil) {
       refresh(key, request, cached, fetch, options);
-      return { page: pageOf(cached), result: 'stale' };
+      return { page: served(key, cached), result: 'stale' };
     }
     // Not before: a page served from the cache waits on nothing, and the call's signal is made when read.
     const { signal } = options;
@@ -389,7 +394,7 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     } catch (err) {
       if (cached !== null && !signal.aborted && staleMayStandIn(err) && now() < cached.staleIfErrorUntil) {
         staleIfError.inc({ endpoint: request.path });
-        return { page: pageOf(cached), result: 'stale' };
+        return { page: served(key, cached), result: 'stale' };
       }
       throw err;
     }

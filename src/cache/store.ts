@@ -14,8 +14,13 @@ import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
  * page Redis holds that the fleet did not seal for its key, or that is out of bounds (`Shared.refuse`).
  */
 
-export function pageOf(cached: CachedPage): CompactDocument {
-  return { type: 'compact', bytes: cached.bytes, rootName: cached.rootName, kept: true };
+/**
+ * `kept`: whether this instance's memory holds the page, so that the replies written from it may be
+ * kept with it (src/memo/replies.ts) for as long as it does; a page read from Redis each time is not.
+ */
+export function pageOf(cached: CachedPage, kept: boolean): CompactDocument {
+  const page = { type: 'compact', bytes: cached.bytes, rootName: cached.rootName } as const;
+  return kept ? { ...page, kept: true } : page;
 }
 
 /** What a page costs in memory besides its bytes: the entry, its key, its validators. */
@@ -48,6 +53,11 @@ export class MemoryPages {
     this.#pages.delete(key);
     this.#pages.set(key, page);
     return page;
+  }
+
+  /** Whether `page` is the one held under `key`. */
+  holds(key: string, page: CachedPage): boolean {
+    return this.#pages.get(key) === page;
   }
 
   set(key: string, page: CachedPage): void {

@@ -85,6 +85,17 @@ export interface BackgroundTrace {
 
 export type FetchPage = (request: UpstreamRequest, options: FetchOptions) => Promise<Page>;
 
+/**
+ * `options` with `changes`, its signal not read: a call's signal is made when something first waits on
+ * it (src/call/deadline.ts), which `{ ...options }` would do at once.
+ */
+export function fetchOptionsWith(options: FetchOptions, changes: Partial<Omit<FetchOptions, 'signal'>>): FetchOptions {
+  return Object.defineProperties(
+    {},
+    { ...Object.getOwnPropertyDescriptors(options), ...Object.getOwnPropertyDescriptors(changes) },
+  ) as FetchOptions;
+}
+
 /** One layer of the pipeline: given the fetch inside it, the fetch it makes of it. */
 export type Interceptor = (next: FetchPage) => FetchPage;
 

@@ -1,5 +1,5 @@
 import { failureReason } from '../errors.js';
-import type { CallTally, Interceptor } from '../outbound/fetch.js';
+import { fetchOptionsWith, type CallTally, type Interceptor } from '../outbound/fetch.js';
 import { startClientSpan } from './client-span.js';
 import type { Tracing } from './setup.js';
 
@@ -25,7 +25,7 @@ export function tracePages(tracing: Tracing, upstreamHost: string): Interceptor 
       },
     };
     try {
-      const page = await next(request, { ...options, tally, trace: client.trace });
+      const page = await next(request, fetchOptionsWith(options, { tally, trace: client.trace }));
       client.end();
       return page;
     } catch (err) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseXml } from './parse.js';
-import { giveBack, lend } from './pool.js';
+import { giveBack, lend, ownCopy } from './pool.js';
 import type { XmlElement } from './tree.js';
 import { XML_DECLARATION } from './write.js';
 
@@ -26,8 +26,8 @@ export interface CompactDocument {
   readonly bytes: Buffer;
   readonly rootName: string;
   /**
-   * The page cache's own bytes, kept past the call and never lent by the pool: what is written from
-   * them may be kept with them (src/memo/replies.ts).
+   * The page cache's own bytes, held in this instance's memory past the call and never lent by the
+   * pool: what is written from them may be kept with them (src/memo/replies.ts).
    */
   readonly kept?: true;
 }
@@ -121,10 +121,7 @@ export function releasePage(page: Page): void {
  * power of two (up to twice its size) that the pool could never use again.
  */
 export function ownedPage(page: Page): Page {
-  if (page.type !== 'compact') return page;
-  const bytes = Buffer.from(page.bytes);
-  giveBack(page.bytes);
-  return { ...page, bytes };
+  return page.type === 'compact' ? { ...page, bytes: ownCopy(page.bytes) } : page;
 }
 
 /**

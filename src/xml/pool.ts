@@ -84,6 +84,13 @@ function makeRoom(size: number): void {
   }
 }
 
+/** `bytes` out of the buffer the pool lent them in, which goes back: a Buffer of their own, exactly their size, to keep. */
+export function ownCopy(bytes: Buffer): Buffer {
+  const copy = Buffer.from(bytes);
+  giveBack(bytes);
+  return copy;
+}
+
 /** `parts` one after another in a lent buffer: Buffer.concat without an allocation of its own. */
 export function joined(parts: readonly Uint8Array[]): Buffer {
   const bytes = lend(parts.reduce((total, part) => total + part.length, 0));

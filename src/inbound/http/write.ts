@@ -1,7 +1,7 @@
 import { HttpBindingError } from '../faults.js';
 import { replyFrom } from '../../memo/replies.js';
-import { indentedDocument, type CompactDocument, type Page } from '../../xml/compact.js';
-import { giveBack } from '../../xml/pool.js';
+import { indentedDocument, type Page } from '../../xml/compact.js';
+import { ownCopy } from '../../xml/pool.js';
 import { writeXmlDocument } from '../../xml/write.js';
 import { textError, xmlReply, type Reply } from '../reply.js';
 import { exceptionMessage } from '../failure.js';
@@ -11,15 +11,9 @@ import { exceptionMessage } from '../failure.js';
 /** The result as an XML document: declaration, CRLF, two-space indentation. */
 export function documentReply(result: Page): Reply {
   if (result.type !== 'compact') return xmlReply(writeXmlDocument(result, { indent: true }));
-  return xmlReply(result.kept === true ? replyFrom(result.bytes, 'indented', () => keptDocument(result)) : indentedDocument(result));
-}
-
-/** The indented document out of the pool's buffer, to be kept with the cache's page (src/memo/replies.ts). */
-function keptDocument(page: CompactDocument): Buffer {
-  const lent = indentedDocument(page);
-  const kept = Buffer.from(lent);
-  giveBack(lent);
-  return kept;
+  return xmlReply(
+    result.kept === true ? replyFrom(result.bytes, 'indented', () => ownCopy(indentedDocument(result))) : indentedDocument(result),
+  );
 }
 
 /** A failure as a 500 plain-text message chain, each message HTML-encoded. */

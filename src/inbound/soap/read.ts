@@ -43,19 +43,28 @@ const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
 /**
  * Envelopes remembered as read: a client asks the same envelope again and again (the same query, page
  * or product), and reading one, routing, the XML parse and binding, was a tenth of a cache hit. What
- * was refused is read again each time. At most about 2 MiB.
+ * was refused is read again each time. Remembered with their headers, up to 4096 characters in all:
+ * at most about 4 MiB whatever callers send; what is remembered is frozen, as every call shares it.
  */
 const ENVELOPES_REMEMBERED = 1024;
-const REMEMBERED_BODY_BYTES = 2048;
-const envelopesRead = new BoundedMemo<SoapCall>(ENVELOPES_REMEMBERED);
+const REMEMBERED_REQUEST_LENGTH = 4096;
+const envelopesRead = new BoundedMemo<SoapCall>(ENVELOPES_REMEMBERED, REMEMBERED_REQUEST_LENGTH);
 
 export function readSoapRequest(request: SoapRequest, namespace: string): SoapCall {
-  if (request.body.length > REMEMBERED_BODY_BYTES) return readEnvelope(request, namespace);
+  // Not turned into a key at all when it could not be remembered.
+  if (request.body.length > REMEMBERED_REQUEST_LENGTH) return readEnvelope(request, namespace);
   // Header values hold no NUL; an absent header is told from an empty one.
   const header = (value: string | undefined): string => (value === undefined ? '\u0000' : `\u0001${value}`);
   const headers = `${header(request.contentType)}\u0000${header(request.soapAction)}`;
   const input = `${namespace}\u0000${headers}\u0000${request.body.toString('latin1')}`;
-  return envelopesRead.of(input, () => readEnvelope(request, namespace));
+  return envelopesRead.of(input, () => frozen(readEnvelope(request, namespace)));
+}
+
+function frozen({ version, call }: SoapCall): SoapCall {
+  return Object.freeze({
+    version,
+    call: Object.freeze({ ...call, args: Object.freeze({ ...call.args }), credentials: Object.freeze({ ...call.credentials }) }),
+  });
 }
 
 function readEnvelope(request: SoapRequest, namespace: string): SoapCall {
