@@ -49,6 +49,18 @@ describe('a call deadline', () => {
     expect(after.signal.reason).toBeInstanceOf(ClientClosedError);
   });
 
+  it('keeps to its time when the wall clock steps, forward or back, before its signal is read', () => {
+    for (const step of [60_000, -60_000]) {
+      const deadline = startDeadline(80);
+      vi.setSystemTime(Date.now() + step);
+      expect(deadline.signal.aborted).toBe(false);
+      vi.advanceTimersByTime(79);
+      expect(deadline.signal.aborted).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(timeoutOf(deadline.signal)).toBe('timeout');
+    }
+  });
+
   it('cleared, it no longer times out', () => {
     const read = startDeadline(20);
     const { signal } = read;

@@ -42,13 +42,17 @@ describe('BoundedMemo', () => {
     expect(made).toEqual(['x'.repeat(9), 'x'.repeat(9), 'y'.repeat(8)]);
   });
 
-  it('remembers nothing when making the value throws', () => {
-    const memo = new BoundedMemo<string>(2, 10);
-    const failing = (): string => {
+  it('remembers nothing when making the value throws, and forgets nothing for it', () => {
+    const memo = new BoundedMemo<number>(2, 100);
+    memo.of('a', () => 1);
+    memo.of('bb', () => 2);
+    const refused = (): number => {
       throw new Error('refused');
     };
-    expect(() => memo.of('x', failing)).toThrow('refused');
-    expect(memo.of('x', () => 'made')).toBe('made');
+    expect(() => memo.of('ccc', refused)).toThrow('refused');
+    expect(memo.of('a', () => 10)).toBe(1);
+    expect(memo.of('bb', () => 20)).toBe(2);
+    expect(memo.of('ccc', () => 3)).toBe(3);
   });
 });
 

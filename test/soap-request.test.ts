@@ -276,12 +276,18 @@ describe('an envelope read again (remembered as read, src/inbound/soap/read.ts)'
     expect(faultOf({ soapAction, body })).toMatchObject({ code: first.code, status: first.status, chain: first.chain });
   });
 
-  it('over 2 KB is read as any other', () => {
-    const padding = `<!-- ${'x'.repeat(3000)} -->`;
-    const body = envelope(SOAP11_ENV, `${padding}${storeLookupPaged}`);
-    expect(read({ soapAction: `"${SERVICE_NAMESPACE}StoreLookupPaged"`, body }).call.args).toMatchObject({
-      storeId: 'cybersprocket',
-      pageSize: 25,
-    });
+  it('too long to be remembered, by its body or its headers, is read as any other', () => {
+    const padding = `<!-- ${'x'.repeat(5000)} -->`;
+    const long = envelope(SOAP11_ENV, `${padding}${storeLookupPaged}`);
+    const soapAction = `"${SERVICE_NAMESPACE}StoreLookupPaged"`;
+    for (let i = 0; i < 2; i++) {
+      expect(read({ soapAction, body: long }).call.args).toMatchObject({ storeId: 'cybersprocket', pageSize: 25 });
+      const body = envelope(SOAP11_ENV, storeLookupPaged);
+      const fault = faultOf({ soapAction: `"urn:${'a'.repeat(5000)}"`, body });
+      expect(fault.chain[0]).toContain('Server did not recognize the value of HTTP Header SOAPAction: urn:aaa');
+      expect(read({ soapAction, body, contentType: `${XML_CONTENT_TYPE}; x=${'y'.repeat(5000)}` }).call.args).toMatchObject({
+        pageIndex: 2,
+      });
+    }
   });
 });

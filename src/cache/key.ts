@@ -5,7 +5,8 @@ import { SECRET_PARAMS, type UpstreamRequest } from '../translate/plan.js';
  * The key of a page: its exact upstream request (the upstream, the path, the query as sent, which
  * the translators make deterministic), the appKey left out only when the page is shared across keys.
  * Hashed with the fleet's keyed hash (Shared.hashOf: the fleet's secret, else the process's own key),
- * so no appKey is ever held, stored in Redis or logged in clear, nor can a guess be checked against it.
+ * so no appKey is ever stored in Redis or logged in clear, nor can a guess be checked against it (the
+ * requests whose keys are remembered stay in this process's memory, as the requests themselves did).
  */
 export type PageKey = (request: UpstreamRequest, shareAcrossKeys: boolean) => string;
 
@@ -30,6 +31,8 @@ export function pageKey({ baseUrl, hashOf }: PageKeyOptions): PageKey {
     const params = shareAcrossKeys ? request.params.filter(([name]) => !SECRET_PARAMS.has(name)) : request.params;
     const query = new URLSearchParams(params as [string, string][]).toString();
     // Told apart: a request without an appKey asked as its own must never find a page shared across keys.
-    return remembered.of(`page-cache\n${shareAcrossKeys ? 'across keys' : 'own key'}\n${baseUrl}\n${request.path}?${query}`, hashOf);
+    const [mode, target] = [shareAcrossKeys ? 'across keys' : 'own key', `${request.path}?${query}`];
+    // Remembered by what differs between requests: the upstream is the same for all of them.
+    return remembered.of(`${mode}\n${target}`, () => hashOf(`page-cache\n${mode}\n${baseUrl}\n${target}`));
   };
 }

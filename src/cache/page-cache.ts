@@ -199,12 +199,12 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     void settled.finally(() => pending.delete(settled));
   };
 
-  /** The page this instance or the fleet holds for `key`, the newer of the two. */
   /** A cached page as a call gets it: kept (its replies with it) while this instance's memory holds it. */
   function served(key: string, cached: CachedPage): CompactDocument {
     return pageOf(cached, memory.holds(key, cached));
   }
 
+  /** The page this instance or the fleet holds for `key`, the newer of the two. */
   async function lookup(key: string, request: UpstreamRequest): Promise<CachedPage | null> {
     let cached = memory.get(key) ?? null;
     if (fleet !== null && (cached === null || now() >= cached.freshUntil)) {

@@ -19,8 +19,7 @@ export function startDeadline(timeoutMs: number): Deadline {
 /**
  * The signal and its timer are made when something first waits on them (a page fetched, the budget, a
  * coalesced request): a call the page cache answers whole from one page never does, and the two cost
- * such a hit about a tenth of its own work on Node 20 (an
- * AbortController, a timer set and cleared).
+ * such a hit about a tenth of its own work on Node 20 (an AbortController, a timer set and cleared).
  */
 class CallDeadline implements Deadline {
   readonly at: number;
@@ -44,7 +43,8 @@ class CallDeadline implements Deadline {
       if (this.#hungUp) cancel.abort(new ClientClosedError());
       else if (!this.#cleared) {
         const timedOut = (): void => cancel.abort(new UpstreamError({ code: 'timeout' }));
-        const left = this.#timeoutMs - (performance.now() - this.#started);
+        // Whole milliseconds up: a timer of a fraction would fire that fraction early.
+        const left = Math.ceil(this.#timeoutMs - (performance.now() - this.#started));
         if (left > 0) this.#timer = setTimeout(timedOut, left);
         else timedOut();
       }

@@ -43,8 +43,9 @@ const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
 /**
  * Envelopes remembered as read: a client asks the same envelope again and again (the same query, page
  * or product), and reading one, routing, the XML parse and binding, was a tenth of a cache hit. What
- * was refused is read again each time. Remembered with their headers, up to 4096 characters in all:
- * at most about 4 MiB whatever callers send; what is remembered is frozen, as every call shares it.
+ * was refused is read again each time. Remembered with their headers, up to 4096 characters in all;
+ * the arguments read may hold on to the decoded body (V8 keeps a slice's parent), so at most about
+ * 12 MiB whatever callers send. What is remembered is frozen, as every call shares it.
  */
 const ENVELOPES_REMEMBERED = 1024;
 const REMEMBERED_REQUEST_LENGTH = 4096;
