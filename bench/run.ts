@@ -199,7 +199,7 @@ async function measureWithWrk(server: Server, scenario: Scenario): Promise<WrkMe
   return { ...run, cpuMsPerRequest: (after.cpuMs - before.cpuMs) / Math.max(run.requests, 1), maxRssMiB: after.maxRssMiB };
 }
 
-/** What either load generator measured of a scenario over its rounds: medians, the best, each round's req/s. */
+/** What either load generator measured of a scenario over its rounds: medians, the best, each round's req/s, the server's peak RSS. */
 interface Throughput {
   readonly name: string;
   readonly requestsPerSecond: number;
@@ -209,12 +209,10 @@ interface Throughput {
   /** Each round's req/s, in order. */
   readonly roundsRequestsPerSecond: readonly number[];
   readonly errors: number;
-}
-
-/** wrk's rounds: the throughput, and the server's peak RSS. */
-interface WrkSummary extends Throughput {
   readonly peakRssMiB: number;
 }
+
+type WrkSummary = Throughput;
 
 /** The best of a server's rounds, what the proxy is held against (see the top of this file). */
 interface Best {
@@ -244,7 +242,12 @@ const median = (values: readonly number[]): number => {
 
 function throughputOf(
   name: string,
-  runs: readonly { readonly requestsPerSecond: number; readonly cpuMsPerRequest: number; readonly errors: number }[],
+  runs: readonly {
+    readonly requestsPerSecond: number;
+    readonly cpuMsPerRequest: number;
+    readonly errors: number;
+    readonly maxRssMiB: number;
+  }[],
 ): Throughput {
   return {
     name,
@@ -253,14 +256,14 @@ function throughputOf(
     best: bestOf(runs),
     roundsRequestsPerSecond: runs.map((r) => r.requestsPerSecond),
     errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    peakRssMiB: Math.max(...runs.map((r) => r.maxRssMiB)),
   };
 }
 
-/** autocannon's rounds: the throughput, with the latency it reports and the server's peak RSS. */
+/** autocannon's rounds: the throughput, with the latency it reports. */
 interface Summary extends Throughput {
   readonly p50Ms: number;
   readonly p99Ms: number;
-  readonly peakRssMiB: number;
 }
 
 function summarise(name: string, runs: readonly Run[]): Summary {
@@ -268,7 +271,6 @@ function summarise(name: string, runs: readonly Run[]): Summary {
     ...throughputOf(name, runs),
     p50Ms: median(runs.map((r) => r.p50Ms)),
     p99Ms: median(runs.map((r) => r.p99Ms)),
-    peakRssMiB: Math.max(...runs.map((r) => r.maxRssMiB)),
   };
 }
 
@@ -288,7 +290,7 @@ interface OnRuntime {
   readonly tracingPairs: TracingPair[];
 }
 
-/** One round's SOAP 1.1 Search on the cold proxy with tracing off, and right before or after it, on. */
+/** One pair of `tracingPairs`: SOAP 1.1 Search on the cold proxy with tracing off, and right before or after it, on. */
 interface TracingPair {
   readonly off: Run;
   readonly on: Run;
@@ -383,13 +385,7 @@ async function main(): Promise<void> {
   if (!WRK_AVAILABLE) process.stderr.write('wrk not found (Debian: apt-get install wrk): measured with autocannon only\n');
   const summariesOf = new Map(on.map((o) => [o, [...all, traced].map((s) => summarise(s.name, o.runs.get(s.name) ?? []))]));
   const wrkSummariesOf = new Map(
-    on.map((o) => [
-      o,
-      wrkScenarios.map((s): WrkSummary => {
-        const runs = o.wrkRuns.get(s.name) ?? [];
-        return { ...throughputOf(s.name, runs), peakRssMiB: Math.max(...runs.map((r) => r.maxRssMiB)) };
-      }),
-    ]),
+    on.map((o) => [o, wrkScenarios.map((s): WrkSummary => throughputOf(s.name, o.wrkRuns.get(s.name) ?? []))]),
   );
 
   // Added latency at half of the proxy's own peak rate on that runtime (SOAP 1.1 Search), open loop in
