@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startDeadline } from '../src/call/deadline.js';
 import { ClientClosedError, UpstreamError } from '../src/errors.js';
+import { type FetchOptions, fetchOptionsWith } from '../src/outbound/fetch.js';
 
 /** A call's deadline (src/call/deadline.ts): its signal is made when first read, and says what it would have said. */
 
@@ -70,5 +71,46 @@ describe('a call deadline', () => {
     vi.advanceTimersByTime(40);
     expect(signal.aborted).toBe(false);
     expect(unread.signal.aborted).toBe(false);
+  });
+});
+
+describe('fetch options derived by a layer (fetchOptionsWith)', () => {
+  const base = (deadline = startDeadline(30)): FetchOptions => ({
+    requestId: 'r-1',
+    appKey: 'the-key',
+    deadline: deadline.at,
+    get signal() {
+      return deadline.signal;
+    },
+    tally: { upstreamRequest: () => {}, page: () => {} },
+  });
+
+  it('leaves the call signal unmade until a layer reads it, then hands on the call signal itself', () => {
+    const deadline = startDeadline(30);
+    let reads = 0;
+    const counted = Object.defineProperty(base(deadline), 'signal', {
+      get: () => {
+        reads++;
+        return deadline.signal;
+      },
+    });
+    const derived = fetchOptionsWith(fetchOptionsWith(counted, { tally: null }), { revalidation: {} });
+    expect(reads).toBe(0);
+    expect(derived.signal).toBe(deadline.signal);
+    expect(reads).toBe(1);
+    vi.advanceTimersByTime(30);
+    expect(timeoutOf(derived.signal)).toBe('timeout');
+  });
+
+  it('takes what the layer changes, nulls included, and the rest from the options it was given', () => {
+    const given = base();
+    const own = new AbortController().signal;
+    const derived = fetchOptionsWith(given, { appKey: null, tally: null, signal: own });
+    expect(derived).toMatchObject({ requestId: 'r-1', appKey: null, deadline: given.deadline, tally: null });
+    expect(derived.signal).toBe(own);
+    const again = fetchOptionsWith(derived, { requestId: 'r-2' });
+    expect(again).toMatchObject({ requestId: 'r-2', appKey: null, tally: null });
+    expect(again.signal).toBe(own);
+    expect(fetchOptionsWith(given, {}).appKey).toBe('the-key');
   });
 });

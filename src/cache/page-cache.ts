@@ -4,6 +4,7 @@ import type { Config } from '../config/schema.js';
 import { failureReason, UpstreamBusy, UpstreamError } from '../errors.js';
 import { UPSTREAM_ENDPOINTS, type UpstreamPath } from '../operations.js';
 import {
+  fetchOptionsWith,
   PAGE_SOURCES,
   type FetchOptions,
   type FetchPage,
@@ -260,7 +261,7 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
         caching = heard;
       },
     };
-    const fetched = await fetch(request, { ...options, revalidation });
+    const fetched = await fetch(request, fetchOptionsWith(options, { revalidation }));
     const revalidated = conditional !== undefined && fetched === conditional.page;
     // Held by the cache and by every call coalesced on it: out of the pool (src/xml/pool.ts), exactly its size.
     const page = revalidated ? fetched : ownedPage(fetched);
@@ -380,7 +381,11 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
       const flying = flights.get(key);
       // Not one its last caller left: that one fails with that caller's reason, not this one's.
       if (flying === undefined || flying.cancelled)
-        return await startFlight(key, (own) => fetchOnce(key, request, cached, fetch, { ...options, signal: own }), false).join(signal);
+        return await startFlight(
+          key,
+          (own) => fetchOnce(key, request, cached, fetch, fetchOptionsWith(options, { signal: own })),
+          false,
+        ).join(signal);
       try {
         return { page: (await flying.join(signal)).page, result: 'coalesced' };
       } catch (err) {

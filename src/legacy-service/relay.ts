@@ -17,7 +17,7 @@ import type { LegacyRoute } from '../config/schema.js';
 import { createLegacyOrigin, forwardedRequest, type LegacyOrigin } from './client.js';
 import { startClientSpan } from '../tracing/client-span.js';
 import type { Tracing } from '../tracing/setup.js';
-import type { FetchOptions } from '../outbound/fetch.js';
+import { type FetchOptions, fetchOptionsWith } from '../outbound/fetch.js';
 
 /**
  * The call runner's side of passthrough and shadow routes (docs/migration.md §6): a routed call is
@@ -121,7 +121,9 @@ export function createLegacyRouting({ config, registry, log, tracing }: LegacyRo
     const deadline = setTimeout(() => cancel.abort(new UpstreamError({ code: 'timeout' })), callTimeoutMs);
     try {
       return sideOf(
-        await routed.translate({ ...routed.options, deadline: Date.now() + callTimeoutMs, signal: cancel.signal, tally: null }),
+        await routed.translate(
+          fetchOptionsWith(routed.options, { deadline: Date.now() + callTimeoutMs, signal: cancel.signal, tally: null }),
+        ),
       );
     } finally {
       clearTimeout(deadline);

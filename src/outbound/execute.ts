@@ -5,7 +5,7 @@ import { releasePage, type Page } from '../xml/compact.js';
 import { UpstreamBusy } from '../errors.js';
 import type { Shared } from '../redis/shared.js';
 import { createPageCounts, sharePageCounts, type PageCounts } from './page-counts.js';
-import type { FetchOptions, FetchPage } from './fetch.js';
+import { type FetchOptions, type FetchPage, fetchOptionsWith } from './fetch.js';
 
 /**
  * Carries out a plan: fetches its pages with bounded concurrency and hands them to the pure
@@ -101,7 +101,7 @@ async function fetchAll(
   if (requests.length === 0) return [];
   const failed = new AbortController();
   const combined = AbortSignal.any([options.signal, failed.signal]);
-  const each: FetchOptions = { ...options, signal: combined };
+  const each = fetchOptionsWith(options, { signal: combined });
   // undici listens on it for each request in flight and again for its body: up to twice
   // `maxConcurrentPages` at once is expected, not a leak.
   setMaxListeners(2 * maxConcurrentPages + 2, combined);
