@@ -154,6 +154,34 @@ interface CallContext {
   readonly trace: FetchTrace | undefined;
 }
 
+/**
+ * A call's fetch options. A class, not an object literal with a getter, which V8 makes some 20 times
+ * slower, on every call.
+ */
+class CallFetchOptions implements FetchOptions {
+  readonly requestId: string;
+  readonly deadline: number;
+  readonly tally: CallTally;
+  readonly trace: FetchTrace | undefined;
+  readonly #deadline: Deadline;
+
+  constructor(
+    context: CallContext,
+    readonly appKey: string | null,
+  ) {
+    this.requestId = context.requestId;
+    this.deadline = context.deadline.at;
+    this.tally = context.tally;
+    this.trace = context.trace;
+    this.#deadline = context.deadline;
+  }
+
+  /** Read when something waits on it (src/call/deadline.ts): a call the cache answers never does. */
+  get signal(): AbortSignal {
+    return this.#deadline.signal;
+  }
+}
+
 /** Plan once, refuse, route, then the translated path or the legacy origin. Never rejects. */
 async function route<W>(
   steps: CallSteps,
@@ -179,17 +207,7 @@ async function route<W>(
       };
     }
     // The one options object of every fetch of the call, whichever path makes it.
-    const options: FetchOptions = {
-      requestId: context.requestId,
-      appKey: 'plan' in planned ? planned.plan.appKey : null,
-      deadline: context.deadline.at,
-      // Read when something waits on it (src/call/deadline.ts): a call the cache answers never does.
-      get signal() {
-        return context.deadline.signal;
-      },
-      tally: context.tally,
-      ...(context.trace === undefined ? {} : { trace: context.trace }),
-    };
+    const options = new CallFetchOptions(context, 'plan' in planned ? planned.plan.appKey : null);
     const translated = (fetchOptions: FetchOptions) =>
       translatedEnding(binding, call, wire, planned, steps.fetchPlan, steps.fetchPage, fetchOptions);
     // Shadow and passthrough (docs/migration.md §6): a route may hand the call to the legacy origin.
