@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startDeadline } from '../src/call/deadline.js';
 import { ClientClosedError, UpstreamError } from '../src/errors.js';
-import { type FetchOptions, fetchOptionsWith } from '../src/outbound/fetch.js';
+import { type FetchOptions, type FetchTrace, fetchOptionsWith } from '../src/outbound/fetch.js';
 
 /** A call's deadline (src/call/deadline.ts): its signal is made when first read, and says what it would have said. */
 
@@ -112,5 +112,16 @@ describe('fetch options derived by a layer (fetchOptionsWith)', () => {
     expect(again).toMatchObject({ requestId: 'r-2', appKey: null, tally: null });
     expect(again.signal).toBe(own);
     expect(fetchOptionsWith(given, {}).appKey).toBe('the-key');
+  });
+
+  it('carries a span, a revalidation and a deadline of its own through the layers below', () => {
+    const trace = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16) } as FetchTrace;
+    const revalidation = { responded: () => {} };
+    const shadowed = fetchOptionsWith(base(), { trace, revalidation, deadline: 123 });
+    const below = fetchOptionsWith(shadowed, { requestId: 'r-3' });
+    expect(below).toMatchObject({ requestId: 'r-3', deadline: 123, appKey: 'the-key' });
+    expect(below.trace).toBe(trace);
+    expect(below.revalidation).toBe(revalidation);
+    expect(fetchOptionsWith(below, { trace: undefined }).trace).toBeUndefined();
   });
 });

@@ -23,9 +23,10 @@ import { FLEET_MISSING, NGINX_MISSING, shippedHaproxyConfig, shippedNginxConfig,
  * chaos engine, test/support/chaos.ts): no call fails, and the answered calls without a hit line, or
  * with two, are each at most the number of kills.
  *
- * Two minutes and a half of two busy cores: CHAOS_TESTS=0 skips them. .ci/run sets it for the second
- * runtime: what they hold is the fleet's (the load balancers, the kills, the retries), which the
- * runtime does not change; the same fleet on Node 24 is covered by test/fleet.test.ts.
+ * Two minutes and a half of two busy cores: CHAOS_TESTS=0 skips them. .ci/run sets it for both runs of
+ * `npm test` and runs this file on its own after the first (Node 20): what they hold is the fleet's (the
+ * load balancers, the kills, the retries), which the runtime does not change; the same fleet on Node 24
+ * is covered by test/fleet.test.ts.
  */
 
 const CHAOS_TESTS = process.env.CHAOS_TESTS !== '0';
@@ -35,7 +36,7 @@ const RATE = 200;
 const HAPROXY_MISSING = FLEET_MISSING;
 const NGINX_FLEET_MISSING = [FLEET_MISSING, NGINX_MISSING].filter((what) => what !== null).join('; ') || null;
 
-if (!CHAOS_TESTS) console.warn('test/fleet-kills.test.ts: skipped: CHAOS_TESTS=0 (.ci/run runs them on the first runtime only).');
+if (!CHAOS_TESTS) console.warn('test/fleet-kills.test.ts: skipped: CHAOS_TESTS=0 (.ci/run runs this file on its own, on Node 20).');
 for (const missing of [HAPROXY_MISSING, NGINX_FLEET_MISSING]) {
   if (CHAOS_TESTS && missing !== null && skipClientSuite(false)) console.warn(`test/fleet-kills.test.ts: skipped: ${missing}.`);
 }

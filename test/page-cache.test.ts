@@ -5,7 +5,7 @@ import { deadlinesOf } from '../src/cache/freshness.js';
 import { createPageCache, staleMayStandIn } from '../src/cache/page-cache.js';
 import type { PageSource } from '../src/outbound/fetch.js';
 import { UpstreamBusy, UpstreamError } from '../src/errors.js';
-import type { FetchPage } from '../src/outbound/fetch.js';
+import type { FetchOptions, FetchPage } from '../src/outbound/fetch.js';
 import { createUpstream, type Upstream } from '../src/outbound/upstream-client.js';
 import { fetchOptions } from './support/fetch-options.js';
 import { createShared } from '../src/redis/shared.js';
@@ -539,6 +539,31 @@ describe('coalescing', () => {
         log: { debug() {} },
       });
     }
+
+    it('serves a cached page without making the call signal; a page it fetches keeps the call options', async () => {
+      let signalReads = 0;
+      const callOptions = (): FetchOptions =>
+        Object.defineProperty(fetchOptions({ requestId: 'call-7', appKey: 'the-key' }), 'signal', {
+          get: () => {
+            signalReads++;
+            return new AbortController().signal;
+          },
+        });
+      const heard: FetchOptions[] = [];
+      const fetch = cache().intercept(async (_request, options) => {
+        heard.push(options);
+        return page;
+      });
+      expect(await fetch(request, callOptions())).toMatchObject({ type: 'compact', bytes: page.bytes });
+      expect(heard).toHaveLength(1);
+      expect(heard[0]).toMatchObject({ requestId: 'call-7', appKey: 'the-key' });
+      expect(heard[0]!.revalidation?.responded).toBeTypeOf('function');
+      expect(heard[0]!.signal.aborted).toBe(false);
+      signalReads = 0;
+      expect(await fetch(request, callOptions())).toMatchObject({ type: 'compact', bytes: page.bytes });
+      expect(heard).toHaveLength(1);
+      expect(signalReads).toBe(0);
+    });
 
     it('leaves without cancelling the request the others wait for', async () => {
       const upstream = slowUpstream();

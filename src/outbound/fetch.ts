@@ -6,7 +6,8 @@ import type { Page } from '../xml/compact.js';
  * The upstream fetch path as one pipeline, in the style of undici's `compose`: the upstream client is
  * the innermost `FetchPage`, and each layer (counting, the budget, the page cache) is an `Interceptor`
  * that wraps the one inside it. Every layer gets one `FetchOptions` per fetch and hands it on whole;
- * a layer that adds something to it (the cache's revalidation, a narrower signal) spreads it.
+ * a layer that adds something to it (the cache's revalidation, a narrower signal) derives new options
+ * with `fetchOptionsWith`.
  */
 
 /** Where the page cache took one page of a call from: a call's hit counts them (`pages`), as do the cache's metrics. */

@@ -17,9 +17,9 @@ declare module 'fastify' {
 }
 
 /**
- * Every request under the service path, and every other one too (a 404). It resolves to the reply:
- * fastify then waits for the reply to end instead of sending it a second time, which it would do
- * while the async onSend hook still holds a reply sent synchronously (a description page, a 404).
+ * Every request under the service path, and every other one too (a 404). It resolves to the reply, as
+ * fastify asks of an async handler that sends its reply itself: fastify then waits for the reply to end
+ * rather than take the handler's value for a reply of its own.
  */
 export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
 
