@@ -212,8 +212,6 @@ interface Throughput {
   readonly peakRssMiB: number;
 }
 
-type WrkSummary = Throughput;
-
 /** The best of a server's rounds, what the proxy is held against (see the top of this file). */
 interface Best {
   readonly requestsPerSecond: number;
@@ -385,7 +383,7 @@ async function main(): Promise<void> {
   if (!WRK_AVAILABLE) process.stderr.write('wrk not found (Debian: apt-get install wrk): measured with autocannon only\n');
   const summariesOf = new Map(on.map((o) => [o, [...all, traced].map((s) => summarise(s.name, o.runs.get(s.name) ?? []))]));
   const wrkSummariesOf = new Map(
-    on.map((o) => [o, wrkScenarios.map((s): WrkSummary => throughputOf(s.name, o.wrkRuns.get(s.name) ?? []))]),
+    on.map((o) => [o, wrkScenarios.map((s): Throughput => throughputOf(s.name, o.wrkRuns.get(s.name) ?? []))]),
   );
 
   // Added latency at half of the proxy's own peak rate on that runtime (SOAP 1.1 Search), open loop in
@@ -518,7 +516,7 @@ function resultOf(
   halfRates: { readonly proxy: number; readonly passthrough: number },
   halfRateRounds: readonly HalfRateRound[],
   heap: LiveHeap,
-  wrkSummaries: readonly WrkSummary[],
+  wrkSummaries: readonly Throughput[],
   tracingPairs: readonly TracingPair[],
   exported: Exported,
 ): RuntimeResult {
@@ -650,7 +648,7 @@ function tracingTarget(tracing: TracingResult): Target {
 }
 
 /** With wrk: the proxy's Search over SOAP 1.1 against (b) and (b2), its cache hit against (z) and (a). */
-function wrkTargets(summaries: readonly WrkSummary[]): Goal[] {
+function wrkTargets(summaries: readonly Throughput[]): Goal[] {
   const [passthrough, facade, checkedFacade, proxy, cached, wire] = [PASSTHROUGH, FACADE, CHECKED_FACADE, PROXY, HOT, WIRE].map((name) =>
     summaries.find((s) => s.name === name),
   );
@@ -808,7 +806,7 @@ interface RuntimeResult {
   readonly summaries: readonly Summary[];
   readonly tracing: TracingResult;
   /** (a), (b) and the proxy under wrk; empty without wrk. */
-  readonly wrk: readonly WrkSummary[];
+  readonly wrk: readonly Throughput[];
   /** Half of the proxy's own SOAP 1.1 Search peak on this runtime. */
   readonly halfRate: number;
   readonly halfRateP99s: { readonly passthrough: readonly number[]; readonly proxy: readonly number[] };
@@ -838,7 +836,7 @@ interface Report {
 
 const roundsOf = (summary: Throughput): string => summary.roundsRequestsPerSecond.map((r) => Math.round(r)).join(' · ');
 
-function wrkRows(summaries: readonly WrkSummary[], rounds: number): string[] {
+function wrkRows(summaries: readonly Throughput[], rounds: number): string[] {
   const facade = summaries.find((s) => s.name === FACADE);
   if (facade === undefined) return ['wrk was not found: measured with autocannon only.', ''];
   return [

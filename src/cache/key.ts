@@ -31,7 +31,8 @@ export function pageKey({ baseUrl, hashOf }: PageKeyOptions): PageKey {
     const params = shareAcrossKeys ? request.params.filter(([name]) => !SECRET_PARAMS.has(name)) : request.params;
     const query = new URLSearchParams(params as [string, string][]).toString();
     // Told apart: a request without an appKey asked as its own must never find a page shared across keys.
-    const [mode, target] = [shareAcrossKeys ? 'across keys' : 'own key', `${request.path}?${query}`];
+    const mode = shareAcrossKeys ? 'across keys' : 'own key';
+    const target = `${request.path}?${query}`;
     // Remembered by what differs between requests: the upstream is the same for all of them.
     return remembered.of(`${mode}\n${target}`, () => hashOf(`page-cache\n${mode}\n${baseUrl}\n${target}`));
   };

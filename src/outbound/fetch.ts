@@ -86,43 +86,62 @@ export interface BackgroundTrace {
 
 export type FetchPage = (request: UpstreamRequest, options: FetchOptions) => Promise<Page>;
 
-/**
- * `options` with `changes`. Every layer derives its options this way, never by spreading them: a call's
- * signal is made when something first waits on it (src/call/deadline.ts), and a spread would read it at
- * once, or, of the options made here, lose it.
- */
-export function fetchOptionsWith(options: FetchOptions, changes: Partial<FetchOptions>): FetchOptions {
-  return new DerivedFetchOptions(options, changes);
+/** Whatever holds a signal that is made when first read: a call's deadline (src/call/deadline.ts), or other options. */
+interface SignalSource {
+  readonly signal: AbortSignal;
 }
 
 /**
- * A class rather than property descriptors copied onto an object: it is made for every page of a traced
- * call, and V8 reads its fields as fast as an object literal's (descriptors cost 14 µs a call, and
- * made a dictionary every layer then read slowly).
+ * The options of a fetch, whose signal is read from `signalFrom` only when something asks for it: a
+ * call's signal is made when something first waits on it (src/call/deadline.ts), and a call the cache
+ * answers never does.
  */
-class DerivedFetchOptions implements FetchOptions {
+export function fetchOptionsOf(fields: Omit<FetchOptions, 'signal'>, signalFrom: SignalSource): FetchOptions {
+  return new LazySignalFetchOptions(fields, signalFrom);
+}
+
+/**
+ * `options` with `changes`. Every layer derives its options this way, never by spreading them: a spread
+ * would read the signal at once, or, of the options made here, lose it.
+ */
+export function fetchOptionsWith(options: FetchOptions, changes: Partial<FetchOptions>): FetchOptions {
+  const fields = {
+    requestId: changes.requestId ?? options.requestId,
+    appKey: 'appKey' in changes ? (changes.appKey ?? null) : options.appKey,
+    deadline: changes.deadline ?? options.deadline,
+    tally: 'tally' in changes ? (changes.tally ?? null) : options.tally,
+    revalidation: 'revalidation' in changes ? changes.revalidation : options.revalidation,
+    trace: 'trace' in changes ? changes.trace : options.trace,
+  };
+  return new LazySignalFetchOptions(fields, changes.signal === undefined ? options : { signal: changes.signal });
+}
+
+/**
+ * A class, not an object literal with a getter (which V8 makes some 20 times slower) nor property
+ * descriptors copied onto an object (14 µs a traced call, and a dictionary every layer then read
+ * slowly): one is made for every call and every page of a traced call.
+ */
+class LazySignalFetchOptions implements FetchOptions {
   readonly requestId: string;
   readonly appKey: string | null;
   readonly deadline: number;
   readonly tally: CallTally | null;
   readonly revalidation: Revalidation | undefined;
   readonly trace: FetchTrace | undefined;
-  readonly #base: FetchOptions;
-  readonly #signal: AbortSignal | undefined;
+  readonly #signalFrom: SignalSource;
 
-  constructor(base: FetchOptions, changes: Partial<FetchOptions>) {
-    this.#base = base;
-    this.#signal = changes.signal;
-    this.requestId = changes.requestId ?? base.requestId;
-    this.appKey = 'appKey' in changes ? (changes.appKey ?? null) : base.appKey;
-    this.deadline = changes.deadline ?? base.deadline;
-    this.tally = 'tally' in changes ? (changes.tally ?? null) : base.tally;
-    this.revalidation = 'revalidation' in changes ? changes.revalidation : base.revalidation;
-    this.trace = 'trace' in changes ? changes.trace : base.trace;
+  constructor(fields: Omit<FetchOptions, 'signal'>, signalFrom: SignalSource) {
+    this.requestId = fields.requestId;
+    this.appKey = fields.appKey;
+    this.deadline = fields.deadline;
+    this.tally = fields.tally;
+    this.revalidation = fields.revalidation;
+    this.trace = fields.trace;
+    this.#signalFrom = signalFrom;
   }
 
   get signal(): AbortSignal {
-    return this.#signal ?? this.#base.signal;
+    return this.#signalFrom.signal;
   }
 }
 
