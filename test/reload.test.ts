@@ -6,6 +6,7 @@ import { RESTART_ONLY, reloaded } from '../src/config/reload.js';
 import type { Config } from '../src/config/schema.js';
 import type { Json } from '../src/config/validate.js';
 import { start, type Running } from '../src/start/main.js';
+import { legacyCall } from './support/calls.js';
 import { pageDocument, SEARCH_PAGES } from './support/pages.js';
 import { startStubUpstream, type StubUpstream } from './support/stub-upstream.js';
 
@@ -112,6 +113,27 @@ describe('a running proxy', () => {
     await search();
     await search();
     expect(upstream.requests).toHaveLength(3);
+  });
+
+  it('translates a SOAP call it remembers as the reloaded configuration says', async () => {
+    upstream = await startStubUpstream((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/xml' }).end(pageDocument(2, new Map(), SEARCH_PAGES)),
+    );
+    let next = configOf({ upstream: { baseUrl: upstream.origin } });
+    proxy = await start(next, pino({ level: 'silent' }), undefined, () => next);
+    // The same envelope each time: read once, and planned once for each configuration.
+    const search = async () => {
+      const reply = await legacyCall(proxy?.url ?? '', 'soap11', 'Search', { query: 'dog', apiKey: 'k' });
+      expect(reply.status).toBe(200);
+      return reply.headers.get('link');
+    };
+    expect(await search()).toContain('/product.search.cp?v=3&');
+    await search();
+    next = configOf({ upstream: { baseUrl: upstream.origin, version: '4' } });
+    expect(proxy.reload()).toEqual({ status: 'reloaded', restartNeeded: [] });
+    expect(await search()).toContain('/product.search.cp?v=4&');
+    await search();
+    expect(upstream.requests.map(({ url }) => new URL(url, upstream?.origin).searchParams.get('v'))).toEqual(['3', '4']);
   });
 
   it('applies an upstream budget a reload sets, to the next call', async () => {

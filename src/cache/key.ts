@@ -27,7 +27,21 @@ const REMEMBERED_INPUT_LENGTH = 512;
 /** `shareAcrossKeys` is given per request: a reload may change it, and not every request may share. */
 export function pageKey({ baseUrl, hashOf }: PageKeyOptions): PageKey {
   const remembered = new BoundedMemo<string>(KEYS_REMEMBERED, REMEMBERED_INPUT_LENGTH);
+  // The keys of the requests of remembered plans (frozen, src/call/plan.ts), by the request itself:
+  // a cache hit then writes no query again to find its key.
+  const ownKeys = new WeakMap<UpstreamRequest, string>();
+  const keysAcross = new WeakMap<UpstreamRequest, string>();
   return (request, shareAcrossKeys) => {
+    if (!Object.isFrozen(request)) return keyOf(request, shareAcrossKeys);
+    const keys = shareAcrossKeys ? keysAcross : ownKeys;
+    const known = keys.get(request);
+    if (known !== undefined) return known;
+    const key = keyOf(request, shareAcrossKeys);
+    keys.set(request, key);
+    return key;
+  };
+
+  function keyOf(request: UpstreamRequest, shareAcrossKeys: boolean): string {
     const params = shareAcrossKeys ? request.params.filter(([name]) => !SECRET_PARAMS.has(name)) : request.params;
     const query = new URLSearchParams(params as [string, string][]).toString();
     // Told apart: a request without an appKey asked as its own must never find a page shared across keys.
@@ -35,5 +49,5 @@ export function pageKey({ baseUrl, hashOf }: PageKeyOptions): PageKey {
     const target = `${request.path}?${query}`;
     // Remembered by what differs between requests: the upstream is the same for all of them.
     return remembered.of(`${mode}\n${target}`, () => hashOf(`page-cache\n${mode}\n${baseUrl}\n${target}`));
-  };
+  }
 }

@@ -7,7 +7,7 @@ import { type CallTally, type FetchOptions, type FetchPage, type FetchTrace, fet
 import { startCallTrace } from '../tracing/calls.js';
 import type { Tracing } from '../tracing/setup.js';
 import type { Ending } from '../inbound/ending.js';
-import { planCall } from './plan.js';
+import { callPlanner, type Planned } from './plan.js';
 import { credentialsRead, readCall } from './read.js';
 import { translatedEnding } from './translated.js';
 import type { ClientDirectory } from '../clients/directory.js';
@@ -22,6 +22,7 @@ import { INTERNAL_ERROR } from '../messages.js';
 import type { Refuser } from '../brownouts/refusal.js';
 import { refusalReply } from '../brownouts/refusal.js';
 import type { LegacyRouting } from '../legacy-service/relay.js';
+import type { LegacyCall } from '../operations.js';
 import { routeName, routeOf } from '../legacy-service/routes.js';
 import type { PlanFetcher } from '../outbound/execute.js';
 import type { TranslateContext } from '../translate/plan.js';
@@ -63,6 +64,7 @@ export interface CallSteps {
 
 export function createCallServer(steps: CallSteps): CallServer {
   const { config, identify, admission, hits } = steps;
+  const plan = callPlanner(steps.context);
 
   return async function serveCall(binding, serviceRequest, request, reply) {
     const started = performance.now();
@@ -118,7 +120,7 @@ export function createCallServer(steps: CallSteps): CallServer {
     reply.raw.once('close', hangUp);
     let routed: Routed;
     try {
-      routed = await route(steps, binding, read, readFailure, caller, {
+      routed = await route(steps, plan, binding, read, readFailure, caller, {
         requestId,
         request: serviceRequest,
         userAgent: request.headers['user-agent'],
@@ -157,6 +159,7 @@ interface CallContext {
 /** Plan once, refuse, route, then the translated path or the legacy origin. Never rejects. */
 async function route<W>(
   steps: CallSteps,
+  plan: (call: LegacyCall) => Planned,
   binding: Binding<W>,
   read: Read<W> | null,
   readFailure: unknown,
@@ -168,7 +171,7 @@ async function route<W>(
   try {
     if (!read.ok) return { ending: { reply: binding.writeError(read.error, read.wire), failure: read.error, successor: null }, route };
     const { call, wire } = read;
-    const planned = planCall(call, steps.context);
+    const planned = plan(call);
     // Brownouts and sunset: refused as the web method's first line would, before any upstream request.
     const refused = steps.refuse(call, caller, planned.successor);
     if (refused !== null) {

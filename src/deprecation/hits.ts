@@ -122,7 +122,7 @@ const HOSTNAME = hostname();
 export function hitLine(hit: DeprecationHit, at: number): string {
   const line = {
     level: 'info',
-    time: new Date(at).toISOString(),
+    time: isoTime(at),
     pid: PID,
     hostname: HOSTNAME,
     event: 'deprecated_call',
@@ -154,6 +154,18 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     msg: `deprecated call ${hit.operation} (${hit.binding})`,
   };
   return `${JSON.stringify(line)}\n`;
+}
+
+/** The last time written, as written: calls that end within the same millisecond share it (under load, several do). */
+let lastTime = Number.NaN;
+let lastIsoTime = '';
+
+function isoTime(at: number): string {
+  if (at !== lastTime) {
+    lastIsoTime = new Date(at).toISOString();
+    lastTime = at;
+  }
+  return lastIsoTime;
 }
 
 export interface HitRecorder {

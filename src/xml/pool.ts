@@ -50,6 +50,11 @@ export function lend(length: number): Buffer {
   return buffer.subarray(0, length);
 }
 
+/** Whether the buffer under `bytes` is one the pool lent: only such bytes are given back once written. */
+export function isLent(bytes: Uint8Array): boolean {
+  return lent.has(bytes.buffer);
+}
+
 /** Takes back the buffer under `bytes` when the pool lent it and nothing reads it any more; anything else is left alone. */
 export function giveBack(bytes: Uint8Array): void {
   const memory = bytes.buffer;
