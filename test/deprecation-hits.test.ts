@@ -184,17 +184,27 @@ describe('the hit line', () => {
   };
   const at = Date.parse('2026-11-25T10:00:00.123Z');
 
-  it("is byte for byte the line pino wrote for it in the proxy's line format, caller text cut at 256 characters", () => {
+  it.each([
+    ['untraced', hit],
+    ['traced', { ...hit, traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' }],
+  ])("is byte for byte the line pino wrote for it in the proxy's line format, caller text cut at 256 characters (%s)", (_, called) => {
     const lines: string[] = [];
     const logger = pino(
       { timestamp: () => `,"time":"${new Date(at).toISOString()}"`, formatters: { level: (label: string) => ({ level: label }) } },
       { write: (line: string) => lines.push(line) },
     );
+    const { traceId, spanId, ...fields } = called;
     logger.info(
-      { event: 'deprecated_call', schema: HIT_SCHEMA_VERSION, ...hit, userAgent: `${'x'.repeat(256)}…` },
+      {
+        event: 'deprecated_call',
+        schema: HIT_SCHEMA_VERSION,
+        ...fields,
+        userAgent: `${'x'.repeat(256)}…`,
+        ...(traceId === undefined ? {} : { traceId, spanId }),
+      },
       'deprecated call Search (soap11)',
     );
-    expect(hitLine(hit, at)).toBe(lines[0]);
+    expect(hitLine(called, at)).toBe(lines[0]);
   });
 
   it('writes a lone surrogate in caller text, or half a pair the cut left, as U+FFFD: no escape that strict JSON readers refuse', () => {

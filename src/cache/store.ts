@@ -19,9 +19,17 @@ import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
  * kept with it (src/memo/replies.ts) for as long as it does; a page read from Redis each time is not.
  */
 export function pageOf(cached: CachedPage, kept: boolean): CompactDocument {
-  const page = { type: 'compact', bytes: cached.bytes, rootName: cached.rootName } as const;
-  return kept ? { ...page, kept: true } : page;
+  if (!kept) return { type: 'compact', bytes: cached.bytes, rootName: cached.rootName };
+  let page = keptPages.get(cached);
+  if (page === undefined) {
+    page = Object.freeze({ type: 'compact', bytes: cached.bytes, rootName: cached.rootName, kept: true });
+    keptPages.set(cached, page);
+  }
+  return page;
 }
+
+/** The page of each cached page memory holds, as every call it serves gets it: one object, not two more a hit. */
+const keptPages = new WeakMap<CachedPage, CompactDocument>();
 
 /** What a page costs in memory besides its bytes: the entry, its key, its validators. */
 const ENTRY_OVERHEAD_BYTES = 256;

@@ -115,7 +115,9 @@ export class Ledger {
       hit.outcome === 'ok' && typeof hit.successor === 'string'
         ? { at, successor: hit.successor, paging: hit.successorPaging ?? null }
         : null;
-    const outcomes = { ...noCalls(), [hit.outcome]: 1 };
+    // Set after: a computed key in the literal is a call into V8's runtime on every hit.
+    const outcomes = noCalls();
+    outcomes[hit.outcome] = 1;
     // A configured client's label is its name; everyone else's is `other`.
     const configured = hit.clientLabel === hit.client;
     const { client, operation, binding } = hit;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { lazyChildLogger } from '../log/loggers.js';
 import { registerBrownoutGauge } from '../brownouts/gauge.js';
 import { createBudget } from '../budget/budget.js';
 import { createRefuser } from '../brownouts/refusal.js';
@@ -117,6 +118,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     return503OnClosing: true,
     // Unique across instances and restarts: the id ties a hit to the lines about its upstream requests.
     genReqId: () => randomUUID(),
+    childLoggerFactory: lazyChildLogger,
     // Request URLs carry apiKey in the query string: the deprecation hit is the request log.
     logController: new LogController({ disableRequestLogging: true }),
     // A malformed %-escape in the path makes the router give up (FST_ERR_BAD_URL) before any hook.
