@@ -19,7 +19,7 @@ import { deadlinesOf, longestServedSeconds } from './freshness.js';
 import { pageKey } from './key.js';
 import type { CachedPage } from './entry.js';
 import { createKeySharing } from './sharing.js';
-import { fleetPages, MemoryPages, pageOf } from './store.js';
+import { fleetPages, MemoryPages, pageOf, type FleetPages } from './store.js';
 
 /**
  * The page cache (docs/operating.md, "Page cache"): the outermost layer of the fetch pipeline
@@ -205,16 +205,31 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     return pageOf(cached, memory.holds(key, cached));
   }
 
-  /** The page this instance or the fleet holds for `key`, the newer of the two. */
-  async function lookup(key: string, request: UpstreamRequest): Promise<CachedPage | null> {
-    let cached = memory.get(key) ?? null;
-    if (fleet !== null && (cached === null || now() >= cached.freshUntil)) {
-      const remote = await fleet.get(key, request.path);
-      if (remote !== null && (cached === null || remote.storedAt > cached.storedAt)) {
-        cached = remote;
-        memory.set(key, remote);
-      }
-    }
+  /** Of the page this instance holds for `key` and the one Redis holds, the newer, kept here. */
+  async function newerInFleet(
+    fleet: FleetPages,
+    key: string,
+    request: UpstreamRequest,
+    held: CachedPage | null,
+  ): Promise<CachedPage | null> {
+    const remote = await fleet.get(key, request.path);
+    if (remote === null || (held !== null && remote.storedAt <= held.storedAt)) return held;
+    memory.set(key, remote);
+    return remote;
+  }
+
+  /**
+   * The page this instance or the fleet holds for `key`, the newer of the two; Redis is asked only
+   * when this instance holds none fresh, so that a hit in memory waits on nothing.
+   */
+  function lookup(key: string, request: UpstreamRequest): CachedPage | null | Promise<CachedPage | null> {
+    const held = memory.get(key) ?? null;
+    if (fleet === null || (held !== null && now() < held.freshUntil)) return servable(held, request);
+    return newerInFleet(fleet, key, request, held).then((cached) => servable(cached, request));
+  }
+
+  /** A page of the root the endpoint answers with: one of another root is none (the upstream's answers may have changed). */
+  function servable(cached: CachedPage | null, request: UpstreamRequest): CachedPage | null {
     return cached !== null && cached.rootName === config.upstream.answers[request.path].root ? cached : null;
   }
 
@@ -368,7 +383,8 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
   async function fetchPage(request: UpstreamRequest, options: FetchOptions, fetch: FetchPage): Promise<{ page: Page; result: PageSource }> {
     const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(options.appKey);
     const key = keyOf(request, acrossKeys);
-    const cached = await lookup(key, request);
+    const found = lookup(key, request);
+    const cached = found instanceof Promise ? await found : found;
     const at = now();
     if (cached !== null && at < cached.freshUntil) return { page: served(key, cached), result: 'hit' };
     if (cached !== null && at < cached.staleWhileRevalidateUntil) {
