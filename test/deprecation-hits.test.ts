@@ -176,7 +176,7 @@ describe('the hit line', () => {
     status: 200,
     durationMs: 12.345,
     upstreamRequests: 1,
-    pages: { hit: 0, miss: 1, stale: 0, revalidated: 0, coalesced: 0 },
+    pages: { hit: 1, miss: 2, stale: 3, revalidated: 4, coalesced: 5 },
     remoteAddress: '10.1.2.3',
     userAgent: 'x'.repeat(300),
     clientStack: 'dotnet-wsdl',
@@ -205,6 +205,11 @@ describe('the hit line', () => {
       'deprecated call Search (soap11)',
     );
     expect(hitLine(called, at)).toBe(lines[0]);
+  });
+
+  it('writes the time of each hit, a millisecond apart', () => {
+    const times = [at, at, at + 1, at].map((time) => (JSON.parse(hitLine(hit, time)) as { time: string }).time);
+    expect(times).toEqual(['2026-11-25T10:00:00.123Z', '2026-11-25T10:00:00.123Z', '2026-11-25T10:00:00.124Z', '2026-11-25T10:00:00.123Z']);
   });
 
   it('writes a lone surrogate in caller text, or half a pair the cut left, as U+FFFD: no escape that strict JSON readers refuse', () => {

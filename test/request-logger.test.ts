@@ -10,11 +10,13 @@ function capturing(): { logger: pino.Logger; lines: string[] } {
 }
 
 describe('the request logger', () => {
-  it('makes no child while nothing is logged, and writes what pino’s child writes once something is', () => {
+  it('makes no child while no line is written, and writes what pino’s child writes once something is', () => {
     const lazy = capturing();
     const child = vi.spyOn(lazy.logger, 'child');
     const log = lazyChildLogger(lazy.logger, { reqId: 'r-1' }, {});
     expect(log.level).toBe('info');
+    log.debug('below its level');
+    log.silent('never written');
     expect(child).not.toHaveBeenCalled();
 
     log.error({ event: 'call_failed', err: new Error('boom') }, 'legacy call failed unexpectedly');

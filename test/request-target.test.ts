@@ -62,6 +62,10 @@ describe('the request target', () => {
       '+&=',
       '[',
       '^`',
+      '!$()*,;',
+      '\t',
+      '\n',
+      '\u0000',
     ];
     let seed = 7;
     const random = (n: number): number => {

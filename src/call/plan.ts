@@ -38,7 +38,7 @@ export function callPlanner(context: TranslateContext): (call: LegacyCall) => Pl
   };
 }
 
-export function planCall(call: LegacyCall, context: TranslateContext): Planned {
+function planCall(call: LegacyCall, context: TranslateContext): Planned {
   try {
     const plan = planOf(call, context);
     return { plan, successor: successorOf(plan), paging: successorPagingOf(plan) };
@@ -49,12 +49,19 @@ export function planCall(call: LegacyCall, context: TranslateContext): Planned {
 
 /** A plan every call of its request shares, frozen with its requests: the page cache knows their keys by them (src/cache/key.ts). */
 function sharedPlan<P extends Planned & { readonly plan: Plan }>(planned: P): P {
-  for (const request of requestsOf(planned.plan)) Object.freeze(request);
+  for (const request of requestsOf(planned.plan)) Object.freeze(Object.freeze(request).params);
   Object.freeze(planned.plan);
   return Object.freeze(planned);
 }
 
+/** Every request a plan holds; a kind of plan added without a case here does not compile. */
 function requestsOf(plan: Plan): readonly UpstreamRequest[] {
-  if (plan.kind === 'single') return [plan.request];
-  return plan.kind === 'window' ? plan.requests : [plan.base, plan.first];
+  switch (plan.kind) {
+    case 'single':
+      return [plan.request];
+    case 'window':
+      return plan.requests;
+    case 'allPages':
+      return [plan.base, plan.first];
+  }
 }

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import { levels, symbols } from 'pino';
-import type { PageSource } from '../outbound/fetch.js';
+import { PAGE_SOURCES, type PageSource } from '../outbound/fetch.js';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { ClientStackName } from '../clients/stack.js';
 import type { FailureReason } from '../errors.js';
@@ -120,8 +120,8 @@ const HOSTNAME = hostname();
  * and one JSON.stringify of an object of the line's shape a third more than this.
  */
 export function hitLine(hit: DeprecationHit, at: number): string {
-  const { pages } = hit;
-  const traced = hit.traceId === undefined ? '' : `,"traceId":${text(hit.traceId)},"spanId":${text(hit.spanId ?? null)}`;
+  const spanned = hit.spanId === undefined ? '' : `,"spanId":${text(hit.spanId)}`;
+  const traced = hit.traceId === undefined ? '' : `,"traceId":${text(hit.traceId)}${spanned}`;
   return (
     `${LINE_START}${isoTime(at)}${LINE_PROCESS}${text(hit.requestId)},"operation":${text(hit.operation)}` +
     `,"binding":${text(hit.binding)},"client":${text(hit.client)},"clientLabel":${text(hit.clientLabel)}` +
@@ -129,8 +129,7 @@ export function hitLine(hit: DeprecationHit, at: number): string {
     `,"legacyVersion":${text(loggable(hit.legacyVersion))},"replacement":${text(hit.replacement)},"successor":${text(hit.successor)}` +
     `,"successorPaging":${JSON.stringify(hit.successorPaging)},"route":${text(hit.route)},"outcome":${text(hit.outcome)}` +
     `,"reason":${text(hit.reason)},"status":${number(hit.status)},"durationMs":${number(hit.durationMs)}` +
-    `,"upstreamRequests":${number(hit.upstreamRequests)},"pages":{"hit":${number(pages.hit)},"miss":${number(pages.miss)}` +
-    `,"stale":${number(pages.stale)},"revalidated":${number(pages.revalidated)},"coalesced":${number(pages.coalesced)}}` +
+    `,"upstreamRequests":${number(hit.upstreamRequests)},"pages":${pageCounts(hit.pages)}` +
     `,"remoteAddress":${text(loggable(hit.remoteAddress))},"userAgent":${text(loggable(hit.userAgent))}` +
     `,"clientStack":${text(hit.clientStack)},"clientStackVersion":${text(hit.clientStackVersion)}${traced}` +
     `,"msg":${text(`deprecated call ${hit.operation} (${hit.binding})`)}}\n`
@@ -140,6 +139,13 @@ export function hitLine(hit: DeprecationHit, at: number): string {
 const LINE_START = '{"level":"info","time":"';
 const LINE_PROCESS =
   `","pid":${PID},"hostname":${JSON.stringify(HOSTNAME)},"event":"deprecated_call",` + `"schema":${HIT_SCHEMA_VERSION},"requestId":`;
+
+/** The page counts in PAGE_SOURCES' order, the order the call path counts them in. */
+function pageCounts(pages: DeprecationHit['pages']): string {
+  let counts = '';
+  for (const source of PAGE_SOURCES) counts += `${counts === '' ? '{' : ','}"${source}":${number(pages[source])}`;
+  return `${counts}}`;
+}
 
 function text(value: string | null): string {
   return value === null ? 'null' : JSON.stringify(value);

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { destination, pino, stdTimeFunctions, type Bindings, type ChildLoggerOptions, type Logger } from 'pino';
+import { destination, levels, pino, stdTimeFunctions, type Bindings, type ChildLoggerOptions, type LogFn, type Logger } from 'pino';
 import type { Config } from '../config/schema.js';
 
 /**
@@ -81,19 +81,26 @@ export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoEx
 }
 
 /** The methods that write a line at a level. */
-const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 
 /**
  * A request's logger (fastify's `childLoggerFactory`): pino's child with the request's bindings, made
- * when something first logs through it. A legacy call logs nothing of its own on a normal day (its
- * hit is written apart, src/deprecation/hits.ts), and a child made for every request cost a cache hit
- * about a microsecond.
+ * when something first writes a line through it. A legacy call logs nothing of its own on a normal day
+ * (its hit is written apart, src/deprecation/hits.ts), and a child made for every request cost a cache
+ * hit about a microsecond.
  */
 export function lazyChildLogger(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  return new LazyChild(parent, bindings, options) as unknown as FastifyBaseLogger;
+  return new LazyChild(parent, bindings, options);
 }
 
-class LazyChild {
+class LazyChild implements FastifyBaseLogger {
+  // Defined on the prototype below: one method each for every request, not a closure each.
+  declare readonly fatal: LogFn;
+  declare readonly error: LogFn;
+  declare readonly warn: LogFn;
+  declare readonly info: LogFn;
+  declare readonly debug: LogFn;
+  declare readonly trace: LogFn;
   readonly #parent: FastifyBaseLogger;
   readonly #bindings: Bindings;
   readonly #options: ChildLoggerOptions;
@@ -118,15 +125,22 @@ class LazyChild {
     this.logger.level = level;
   }
 
+  /** Whether a line at `method`'s level would be written: one that would not makes no child. */
+  writes(method: (typeof LEVEL_METHODS)[number]): boolean {
+    return (levels.values[method] as number) >= (levels.values[this.level] ?? Number.POSITIVE_INFINITY);
+  }
+
+  silent(): void {}
+
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.logger.child(bindings, options);
   }
 }
 
-// On the prototype, not as a closure per request: each writes through the child, made then.
 for (const method of LEVEL_METHODS) {
   Object.defineProperty(LazyChild.prototype, method, {
     value(this: LazyChild, ...args: unknown[]): void {
+      if (!this.writes(method)) return;
       const { logger } = this;
       (logger[method] as (...logged: unknown[]) => void).apply(logger, args);
     },
