@@ -147,9 +147,13 @@ function pageCounts(pages: DeprecationHit['pages']): string {
   return `${counts}}`;
 }
 
+/** Text as JSON.stringify writes it: quoted as it is when it holds nothing JSON escapes (nor any character past ASCII). */
 function text(value: string | null): string {
-  return value === null ? 'null' : JSON.stringify(value);
+  if (value === null) return 'null';
+  return NEEDS_ESCAPING.test(value) ? JSON.stringify(value) : `"${value}"`;
 }
+
+const NEEDS_ESCAPING = /["\\\u0000-\u001f\u007f-\uffff]/;
 
 /** As JSON.stringify writes a number: one that is not finite (which none of the line's is) as null. */
 function number(value: number): string {
