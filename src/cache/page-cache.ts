@@ -218,16 +218,6 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
     return remote;
   }
 
-  /**
-   * The page this instance or the fleet holds for `key`, the newer of the two; Redis is asked only
-   * when this instance holds none fresh, so that a hit in memory waits on nothing.
-   */
-  function lookup(key: string, request: UpstreamRequest): CachedPage | null | Promise<CachedPage | null> {
-    const held = memory.get(key) ?? null;
-    if (fleet === null || (held !== null && now() < held.freshUntil)) return servable(held, request);
-    return newerInFleet(fleet, key, request, held).then((cached) => servable(cached, request));
-  }
-
   /** A page of the root the endpoint answers with: one of another root is none (the upstream's answers may have changed). */
   function servable(cached: CachedPage | null, request: UpstreamRequest): CachedPage | null {
     return cached !== null && cached.rootName === config.upstream.answers[request.path].root ? cached : null;
@@ -383,8 +373,11 @@ export function createPageCache({ settings, shared, registry, log, now = Date.no
   async function fetchPage(request: UpstreamRequest, options: FetchOptions, fetch: FetchPage): Promise<{ page: Page; result: PageSource }> {
     const acrossKeys = settings().cache.shareAcrossKeys && sharing.mayShare(options.appKey);
     const key = keyOf(request, acrossKeys);
-    const found = lookup(key, request);
-    const cached = found instanceof Promise ? await found : found;
+    // The page this instance or the fleet holds, the newer of the two. Redis is asked only when this
+    // instance holds none fresh, so that a hit in memory waits on nothing.
+    const held = memory.get(key) ?? null;
+    const asksFleet = fleet !== null && (held === null || now() >= held.freshUntil);
+    const cached = servable(asksFleet ? await newerInFleet(fleet, key, request, held) : held, request);
     const at = now();
     if (cached !== null && at < cached.freshUntil) return { page: served(key, cached), result: 'hit' };
     if (cached !== null && at < cached.staleWhileRevalidateUntil) {
