@@ -165,8 +165,9 @@ describe('a binding that fails on its own', () => {
       logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
     });
     const binding = broken[name] as Binding;
-    app.fastify.get('/broken', (request, reply) =>
-      app.serveCall(
+    // As the dispatcher does: the call sends its reply itself, at the end of the turn (src/inbound/send.ts).
+    app.fastify.get('/broken', (request, reply) => {
+      void app.serveCall(
         binding,
         {
           method: 'GET',
@@ -179,8 +180,8 @@ describe('a binding that fails on its own', () => {
         },
         request,
         reply,
-      ),
-    );
+      );
+    });
     const address = await app.fastify.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(() => app.fastify.close());
     for (let i = 0; i < 3; i++) {

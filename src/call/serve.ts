@@ -36,7 +36,9 @@ import { send } from '../inbound/send.js';
  *
  * Shed past `server.maxConcurrentCalls`; the rest under the call's deadline (`upstream.callTimeoutMs`),
  * cancelled when the caller hangs up. Nothing here throws: a binding that fails on its own (a defect)
- * still leaves the internal error page and a hit.
+ * still leaves the internal error page and a hit. It resolves once the reply is decided and the hit
+ * recorded; the reply goes out at the end of the turn (src/inbound/send.ts), so a fastify handler that
+ * calls it returns nothing, or the reply, for fastify to wait for.
  */
 export type CallServer = <W>(
   binding: Binding<W>,

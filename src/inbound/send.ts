@@ -2,7 +2,10 @@ import type { FastifyReply } from 'fastify';
 import type { Reply } from './reply.js';
 import { giveBack, isLent } from '../xml/pool.js';
 
-/** A reply decided whole, written to the caller through fastify. */
+/**
+ * A reply decided whole, written to the caller through fastify at the end of this turn of the event
+ * loop (docs/performance.md, "Replies written together"). Its status and headers are set now.
+ */
 export function send(to: FastifyReply, reply: Reply): void {
   to.code(reply.status).header('content-type', reply.contentType).header('cache-control', reply.cacheControl);
   if (reply.headers) to.headers(reply.headers);
@@ -10,5 +13,33 @@ export function send(to: FastifyReply, reply: Reply): void {
   // from them. A reply kept with its cached page (src/memo/replies.ts) is not lent: no listener for it.
   const { body } = reply;
   if (typeof body !== 'string' && isLent(body)) to.raw.once('finish', () => giveBack(body));
-  to.send(body);
+  if (waiting.length === 0) setImmediate(writeWaiting);
+  waiting.push({ to, body });
+}
+
+/**
+ * The replies decided since the last write. They are written together once the turn's I/O callbacks
+ * have run (setImmediate), rather than each as its call ends: on a loaded instance one turn decides
+ * several, and the peer reading them (a load balancer, a client on the same host) is then woken once
+ * for all of them rather than once each. A wake-up across cores cost more CPU than the rest of a
+ * cached call's write (docs/performance.md).
+ */
+let waiting: { readonly to: FastifyReply; readonly body: Reply['body'] }[] = [];
+
+function writeWaiting(): void {
+  const replies = waiting;
+  waiting = [];
+  for (const { to, body } of replies) {
+    // The first reply decided for a request is the one it gets: a later one (a failure caught after
+    // the reply was decided) finds it sent.
+    if (to.sent) continue;
+    try {
+      to.send(body);
+    } catch (err) {
+      // fastify answers its own failures; one it throws must not keep the rest of the turn's replies
+      // from their callers, nor leave this caller waiting.
+      to.log.error({ event: 'send_failed', err }, 'reply could not be written');
+      to.raw.destroy();
+    }
+  }
 }

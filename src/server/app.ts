@@ -133,10 +133,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       const target = targetOf(request);
       const soapEndpoint = target.servicePath?.length === target.pathname.length;
       if (soapEndpoint && request.method !== 'GET') return send(reply, errorPage(400, BAD_REQUEST));
-      dispatch(request, reply).catch((err: unknown) => {
-        request.log.error({ event: 'dispatch_failed', err }, 'dispatch failed');
-        if (!reply.sent) send(reply, errorPage(500, INTERNAL_ERROR));
-      });
+      dispatch(request, reply);
     },
   });
 

@@ -3,7 +3,7 @@ import { percentDecode } from '../aspnet/url-decode.js';
 import type { Binding } from '../inbound/binding.js';
 import { descriptionAccepts } from '../inbound/description/describe.js';
 import { NOT_FOUND, errorPage } from '../inbound/reply.js';
-import { REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';
+import { INTERNAL_ERROR, REQUEST_FORMAT_UNRECOGNIZED, urlUnexpectedlyEnding } from '../messages.js';
 import type { DescriptionServer } from './descriptions.js';
 import type { RequestTarget } from './http.js';
 import { send } from '../inbound/send.js';
@@ -17,11 +17,11 @@ declare module 'fastify' {
 }
 
 /**
- * Every request under the service path, and every other one too (a 404). It resolves to the reply, as
- * fastify asks of an async handler that sends its reply itself: fastify then waits for the reply to end
- * rather than take the handler's value for a reply of its own.
+ * Every request under the service path, and every other one too (a 404): a fastify handler that
+ * returns nothing, since it sends its reply itself (src/inbound/send.ts, at the end of the turn). It
+ * never throws: a failure it did not expect is logged and answered with the internal error page.
  */
-export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+export type Dispatcher = (request: FastifyRequest, reply: FastifyReply) => void;
 
 /**
  * The service dispatcher (docs/wire.md §1): every request under the service path goes to the first
@@ -68,8 +68,10 @@ export function createDispatcher(
         : errorPage(500, urlUnexpectedlyEnding(percentDecode(pathInfo))),
     );
   };
-  return async (request, reply) => {
-    await route(request, reply);
-    return reply;
+  return (request, reply) => {
+    route(request, reply).catch((err: unknown) => {
+      request.log.error({ event: 'dispatch_failed', err }, 'dispatch failed');
+      send(reply, errorPage(500, INTERNAL_ERROR));
+    });
   };
 }

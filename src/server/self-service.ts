@@ -27,7 +27,7 @@ export interface SelfServiceOptions {
   readonly enabled: () => boolean;
   readonly now: () => number;
   /** How a request is answered while self-service is off: as the service answers any other path. */
-  readonly otherwise: (request: FastifyRequest, reply: FastifyReply) => unknown;
+  readonly otherwise: (request: FastifyRequest, reply: FastifyReply) => void;
 }
 
 /** A developer reloading the page now and then is well inside; a script walking keys is not. */
@@ -37,7 +37,11 @@ export async function selfServiceRoute(fastify: FastifyInstance, options: SelfSe
   const { ledger, identify, migration, enabled, now, otherwise } = options;
   const limit = addressLimit(LIMIT);
   fastify.get(SELF_SERVICE_PATH, async (request, reply) => {
-    if (!enabled()) return otherwise(request, reply);
+    if (!enabled()) {
+      otherwise(request, reply);
+      // Returned, fastify waits for the reply `otherwise` sends rather than send one of its own.
+      return reply;
+    }
     // A personal answer, by key: never kept by a cache on the way.
     reply.header('cache-control', 'no-store').header('vary', 'Accept, X-Api-Key');
     const allowed = limit.take(addressGroup(request.ip), performance.now());
