@@ -563,6 +563,7 @@ function resultOf(
       value: proxySoap11.requestsPerSecond / facade.best.requestsPerSecond,
       limit: 1.0,
       atLeast: true,
+      information: true,
     },
     ...checkedFacadeTargets('', proxySoap11, checkedFacade),
     {
@@ -660,12 +661,14 @@ function wrkTargets(summaries: readonly Throughput[]): Goal[] {
       value: proxy.requestsPerSecond / facade.best.requestsPerSecond,
       limit: 1,
       atLeast: true,
+      information: true,
     },
     {
       target: 'wrk: Search over SOAP 1.1 CPU per call ≤ 1.0 × (b)',
       value: proxy.cpuMsPerRequest / facade.best.cpuMsPerRequest,
       limit: 1,
       atLeast: false,
+      information: true,
     },
     ...checkedFacadeTargets('wrk: ', proxy, checkedFacade),
     ...hotTargets('wrk: ', cached, wire, passthrough),
@@ -762,6 +765,8 @@ interface Goal {
   readonly value: number;
   readonly limit: number;
   readonly atLeast: boolean;
+  /** Shown, not judged: (b) passes the page on unchecked, so the bar is (b2) (issue 32). */
+  readonly information?: boolean;
 }
 
 interface Target extends Goal {
@@ -870,9 +875,14 @@ function tracingRow({ ratio, roundRatios, on, off, exported }: TracingResult): s
   );
 }
 
+function verdict(target: Target): string {
+  if (target.information) return 'information: the bar is (b2)';
+  return target.met ? 'met' : '**not met**';
+}
+
 function renderMarkdown(report: Report): string {
   const targetRows = (targets: readonly Target[]): string[] =>
-    targets.map((t) => `| ${t.target} | ${t.value.toFixed(2)} | ${t.met ? 'met' : '**not met**'} |`);
+    targets.map((t) => `| ${t.target} | ${t.value.toFixed(2)} | ${verdict(t)} |`);
   const sections = report.runtimes.flatMap((r) => {
     const [passthrough, facade] = [named(r.summaries, PASSTHROUGH), named(r.summaries, FACADE)];
     const rows = r.summaries.map(

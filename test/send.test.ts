@@ -28,20 +28,54 @@ describe('send', () => {
     expect(response.body).toContain('busy');
   });
 
-  it('gives a request the first reply decided for it, without a warning for the second', async () => {
+  it('gives a request the first reply decided for it, status and headers included, without a warning', async () => {
     const warnings: string[] = [];
     const fastify = Fastify({
       logger: { level: 'warn', stream: { write: (line: string) => warnings.push(line) } },
     });
     cleanups.push(() => fastify.close());
     fastify.get('/', (_request, reply) => {
-      send(reply, errorPage(500, 'first'));
+      reply.header('link', '</product.search.cp?v=3>; rel="successor-version"');
+      send(reply, { status: 200, contentType: 'text/xml; charset=utf-8', body: '<first/>', cacheControl: 'private, max-age=0' });
       send(reply, errorPage(500, 'second'));
     });
     const response = await fastify.inject('/');
-    expect(response.body).toContain('first');
-    expect(response.body).not.toContain('second');
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('text/xml; charset=utf-8');
+    expect(response.headers.link).toBe('</product.search.cp?v=3>; rel="successor-version"');
+    expect(response.body).toBe('<first/>');
     expect(warnings).toEqual([]);
+  });
+
+  it("takes the error handler's reply when writing the first one fails", async () => {
+    const fastify = Fastify();
+    cleanups.push(() => fastify.close());
+    let failures = 0;
+    fastify.addHook('onSend', (_request, _reply, payload, done) => {
+      if (failures++ === 0) done(new Error('hook failed'));
+      else done(null, payload);
+    });
+    fastify.setErrorHandler((_error, _request, reply) => send(reply, errorPage(500, 'handled')));
+    fastify.get('/', (_request, reply) => send(reply, { ...errorPage(200, 'unused'), body: 'first' }));
+    const response = await fastify.inject('/');
+    expect(response.statusCode).toBe(500);
+    expect(response.body).toContain('handled');
+  });
+
+  it('logs a reply that fastify answered for, empty, before it was written', async () => {
+    const errors: { event?: string }[] = [];
+    const fastify = Fastify({
+      logger: { level: 'error', stream: { write: (line: string) => errors.push(JSON.parse(line) as { event?: string }) } },
+    });
+    cleanups.push(() => fastify.close());
+    // The defect: an async handler resolving to nothing, which fastify answers itself.
+    fastify.get('/', async (_request, reply) => {
+      send(reply, errorPage(500, 'lost'));
+    });
+    const response = await fastify.inject('/');
+    await turnEnd();
+    expect(response.body).toBe('');
+    expect(errors.map((line) => line.event)).toEqual(['send_failed']);
   });
 
   it('writes the rest of the turn when one reply throws, and closes that one connection', async () => {
@@ -65,6 +99,6 @@ describe('send', () => {
     send(fake('b', false), errorPage(500, 'b'));
     expect(events).toEqual([]);
     await turnEnd();
-    expect(events).toEqual(['a send_failed', 'a destroyed', 'b sent']);
+    expect(events).toEqual(['a destroyed', 'a send_failed', 'b sent']);
   });
 });

@@ -7,6 +7,10 @@ import { giveBack, isLent } from '../xml/pool.js';
  * loop (docs/performance.md, "Replies written together"). Its status and headers are set now.
  */
 export function send(to: FastifyReply, reply: Reply): void {
+  // The first reply decided for a request is the one it gets: a later one (a failure caught after the
+  // reply was decided) would otherwise write its status and headers over the first's.
+  if (decided.has(to)) return;
+  decided.add(to);
   to.code(reply.status).header('content-type', reply.contentType).header('cache-control', reply.cacheControl);
   if (reply.headers) to.headers(reply.headers);
   // Bytes the pool lent (src/xml/pool.ts) go back once written to the socket: not before, node writes
@@ -26,20 +30,26 @@ export function send(to: FastifyReply, reply: Reply): void {
  */
 let waiting: { readonly to: FastifyReply; readonly body: Reply['body'] }[] = [];
 
+/** Replies decided and not yet written. */
+const decided = new WeakSet<FastifyReply>();
+
 function writeWaiting(): void {
   const replies = waiting;
   waiting = [];
   for (const { to, body } of replies) {
-    // The first reply decided for a request is the one it gets: a later one (a failure caught after
-    // the reply was decided) finds it sent.
-    if (to.sent) continue;
+    // Written from here on: a failure fastify meets writing it (an onSend hook's) goes to the error
+    // handler, whose reply must then be taken.
+    decided.delete(to);
     try {
-      to.send(body);
+      // A defect: a handler that let fastify answer for it (an async one resolving to nothing, which
+      // fastify answers empty), or a reply decided for a request already answered.
+      if (to.sent) to.log.error({ event: 'send_failed' }, 'reply decided for a request already answered');
+      else to.send(body);
     } catch (err) {
       // fastify answers its own failures; one it throws must not keep the rest of the turn's replies
       // from their callers, nor leave this caller waiting.
-      to.log.error({ event: 'send_failed', err }, 'reply could not be written');
       to.raw.destroy();
+      to.log.error({ event: 'send_failed', err }, 'reply could not be written');
     }
   }
 }

@@ -70,8 +70,8 @@ export function createDispatcher(
   };
   return (request, reply) => {
     route(request, reply).catch((err: unknown) => {
-      request.log.error({ event: 'dispatch_failed', err }, 'dispatch failed');
       send(reply, errorPage(500, INTERNAL_ERROR));
+      request.log.error({ event: 'dispatch_failed', err }, 'dispatch failed');
     });
   };
 }
