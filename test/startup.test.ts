@@ -232,7 +232,9 @@ describe('npm start', () => {
       writeFileSync(file, JSON.stringify({}));
       const exit = await run({ CONFIG_FILE: file }, async (lines, kill, signal) => {
         const { address } = await nextEvent(lines, 'listening');
-        expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(200);
+        // Each body is read: a reply left unread keeps its connection, which the stop would then wait on.
+        const first = await fetch(`${String(address)}/index.asmx/Search?query=dog`);
+        expect([first.status, await first.text()]).toEqual([200, expect.stringContaining('<searchResultSet')]);
 
         const start = new Date(Date.now() - 60_000).toISOString();
         writeFileSync(
@@ -253,7 +255,8 @@ describe('npm start', () => {
         signal('SIGHUP');
         const invalid = await nextEvent(lines, 'config_reload_refused');
         expect(invalid.msg).toMatch(/^Invalid configuration: brownouts\.0\.start .* The running configuration is kept\.$/);
-        expect((await fetch(`${String(address)}/index.asmx/Search?query=dog`)).status).toBe(500);
+        const stillRefused = await fetch(`${String(address)}/index.asmx/Search?query=dog`);
+        expect([stillRefused.status, await stillRefused.text()]).toEqual([500, expect.stringContaining('brownout &quot;hup&quot;')]);
         kill();
       });
       expect(exit.code).toBe(0);
