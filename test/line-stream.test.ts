@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { lineStream } from '../src/log/loggers.js';
 
 /**
  * The log lines' stream (src/log/loggers.ts) on a descriptor that is not blocking, whose reader lags:
@@ -11,8 +12,8 @@ import { describe, expect, it } from 'vitest';
  * event loop, and no line may be lost or written twice once the reader reads again.
  *
  * The stream runs in a child of its own, killed after a timeout: the stall it guards against
- * (sonic-boom's own retry, sleeping 100 ms on the event loop for every EAGAIN, again and again while
- * nobody reads) never returns, and a test runner cannot interrupt a loop that does not.
+ * (a retry that sleeps on the event loop for every EAGAIN, as sonic-boom's did for 100 ms, again and
+ * again while nobody reads) never returns, and a test runner cannot interrupt a loop that does not.
  */
 
 const FIFO_AVAILABLE = spawnSync('mkfifo', ['--version']).status === 0;
@@ -85,11 +86,38 @@ describe.skipIf(!FIFO_AVAILABLE)('log lines on a descriptor that is not blocking
     expect(child.signal, child.stderr).toBeNull();
     expect(child.status, child.stderr).toBe(0);
     const written = JSON.parse(child.stdout) as Written;
-    // About 100 ms on a loaded machine (every write after the FIFO fills meets EAGAIN); each of
-    // sonic-boom's sleeps would add 100 more. The bound leaves CI room and catches ten of them.
+    // About 100 ms on a loaded machine (every write after the FIFO fills meets EAGAIN); each sleep
+    // like sonic-boom's would add 100 more. The bound leaves CI room and catches ten of them.
     expect(written.writeMs).toBeLessThan(1000);
     expect(written.readAtOnce).toBeLessThan(written.expected.length);
     expect(written.readInTheEnd).toBe(written.expected);
     expect(written.failures).toBe(0);
+  });
+});
+
+describe('log lines on a descriptor that fails', () => {
+  it('writes each line whole, in order, non-ASCII text included', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.log');
+    const fd = openSync(file, 'a');
+    const stream = lineStream(fd);
+    const lines = ['{"a":"plain"}\n', '{"b":"Grüße, 日本"}\n', `{"c":"${'x'.repeat(20_000)}"}\n`];
+    for (const line of lines) stream.write(line);
+    closeSync(fd);
+    expect(readFileSync(file, 'utf8')).toBe(lines.join(''));
+  });
+
+  it('says a failure other than EAGAIN once, and writes nothing more', () => {
+    // Open for reading only: every write fails with EBADF, on whichever descriptor number it gets.
+    const fd = openSync(join(import.meta.dirname, '..', 'package.json'), 'r');
+    const failures: string[] = [];
+    const stream = lineStream(fd, (err) => failures.push(String(err.code)));
+    try {
+      expect(stream.write('{"first":1}\n')).toBe(true);
+      expect(stream.write('{"second":2}\n')).toBe(true);
+      stream.flush();
+      expect(failures).toEqual(['EBADF']);
+    } finally {
+      closeSync(fd);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BoundedMemo } from '../src/memo/bounded.js';
+import { RecencyMap } from '../src/memo/recency.js';
 import { replyFrom } from '../src/memo/replies.js';
 
 describe('BoundedMemo', () => {
@@ -53,6 +54,52 @@ describe('BoundedMemo', () => {
     expect(memo.of('a', () => 10)).toBe(1);
     expect(memo.of('bb', () => 20)).toBe(2);
     expect(memo.of('ccc', () => 3)).toBe(3);
+  });
+});
+
+describe('RecencyMap', () => {
+  /** Its entries, the least recently used first, as eviction takes them. */
+  function order(map: RecencyMap<number>): string[] {
+    const keys: string[] = [];
+    const values: [string, number][] = [];
+    for (let oldest = map.oldest(); oldest !== undefined; oldest = map.oldest()) {
+      keys.push(oldest[0]);
+      values.push(oldest);
+      map.delete(oldest[0]);
+    }
+    for (const [key, value] of values) map.set(key, value);
+    return keys;
+  }
+
+  it('orders its entries by last use, whether the entry read is already the newest or not', () => {
+    const map = new RecencyMap<number>();
+    for (const [key, value] of [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+    ] as const)
+      map.set(key, value);
+    expect(map.get('c')).toBe(3);
+    expect(order(map)).toEqual(['a', 'b', 'c']);
+    expect(map.get('a')).toBe(1);
+    expect(map.get('a')).toBe(1);
+    expect(order(map)).toEqual(['b', 'c', 'a']);
+    expect(map.peek('b')).toBe(2);
+    expect(order(map)).toEqual(['b', 'c', 'a']);
+  });
+
+  it('moves an entry read after the newest was deleted, and one set again to the end', () => {
+    const map = new RecencyMap<number>();
+    map.set('a', 1);
+    map.set('b', 2);
+    map.delete('b');
+    map.set('c', 3);
+    map.delete('c');
+    expect(map.get('a')).toBe(1);
+    map.set('b', 20);
+    map.set('a', 10);
+    expect(order(map)).toEqual(['b', 'a']);
+    expect([map.size, map.get('a'), map.get('missing')]).toEqual([2, 10, undefined]);
   });
 });
 

@@ -5,6 +5,7 @@ import { boundedReads, scriptCommands, type BoundedValue, type Shared } from '..
 import type { CompactDocument } from '../xml/compact.js';
 import { largestEntry, openEntry, sealEntry, type CachedPage } from './entry.js';
 import { keepUntil, type Deadlines, type PageCaching } from './freshness.js';
+import { RecencyMap } from '../memo/recency.js';
 
 /**
  * Where cached pages are kept: this instance's memory (least recently used evicted first, bounded in
@@ -38,7 +39,7 @@ const sizeOf = (page: CachedPage): number => page.bytes.length + ENTRY_OVERHEAD_
 
 /** The instance's own pages, the least recently used evicted first once `maxBytes` are held. */
 export class MemoryPages {
-  readonly #pages = new Map<string, CachedPage>();
+  readonly #pages = new RecencyMap<CachedPage>();
   readonly #maxBytes: number;
   #bytes = 0;
 
@@ -55,17 +56,12 @@ export class MemoryPages {
   }
 
   get(key: string): CachedPage | undefined {
-    const page = this.#pages.get(key);
-    if (page === undefined) return undefined;
-    // Most recently used last: a Map iterates in insertion order.
-    this.#pages.delete(key);
-    this.#pages.set(key, page);
-    return page;
+    return this.#pages.get(key);
   }
 
   /** Whether `page` is the one held under `key`. */
   holds(key: string, page: CachedPage): boolean {
-    return this.#pages.get(key) === page;
+    return this.#pages.peek(key) === page;
   }
 
   set(key: string, page: CachedPage): void {
@@ -74,15 +70,16 @@ export class MemoryPages {
     if (sizeOf(page) > this.#maxBytes) return;
     this.#pages.set(key, page);
     this.#bytes += sizeOf(page);
-    for (const [oldest, evicted] of this.#pages) {
-      if (this.#bytes <= this.#maxBytes) break;
-      this.#pages.delete(oldest);
-      this.#bytes -= sizeOf(evicted);
+    while (this.#bytes > this.#maxBytes) {
+      const oldest = this.#pages.oldest();
+      if (oldest === undefined) break;
+      this.#pages.delete(oldest[0]);
+      this.#bytes -= sizeOf(oldest[1]);
     }
   }
 
   delete(key: string): void {
-    const page = this.#pages.get(key);
+    const page = this.#pages.peek(key);
     if (page === undefined) return;
     this.#pages.delete(key);
     this.#bytes -= sizeOf(page);

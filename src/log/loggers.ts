@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { destination, levels, pino, stdTimeFunctions, type Bindings, type ChildLoggerOptions, type LogFn, type Logger } from 'pino';
+import { levels, pino, stdTimeFunctions, type Bindings, type ChildLoggerOptions, type LogFn, type Logger } from 'pino';
 import type { Config } from '../config/schema.js';
+import { LineStream } from './line-stream.js';
 
 /**
  * The log lines: JSON lines on a descriptor, written as they come, and the loggers that write them.
@@ -11,52 +12,13 @@ import type { Config } from '../config/schema.js';
 /** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */
 export const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: (label: string) => ({ level: label }) } };
 
-/** pino's destination (sonic-boom). */
-type Destination = ReturnType<typeof destination>;
 /** What pino uses of a destination: `write`, and `flush` for `logger.flush()`. */
-type LineStream = Pick<Destination, 'write' | 'flush'>;
+type LineWriter = Pick<LineStream, 'write' | 'flush'>;
 
-/**
- * JSON lines, each written as it comes (one write(2)), as pino writes by default and node writes its
- * own stdout on Linux. Written in the background instead (sonic-boom's async mode), every line went
- * to libuv's thread pool and back, which cost a tenth of a call's CPU time (docs/performance.md).
- *
- * A descriptor that is not blocking (the hit file is opened so; stdout becomes so when it shares its
- * pipe or socket with stderr) answers EAGAIN while its reader lags. sonic-boom would then sleep 100 ms
- * on the event loop and try again, recursively; here the lines wait in the stream (at most
- * MAX_PENDING_LINE_BYTES, past which they are dropped) and go out with the next line, or at the latest
- * RETRY_MS later. Any other error ends the stream: nothing more is written to it (as pino does on
- * EPIPE), and `onFailure` is told.
- */
-export function lineStream(fd: number, onFailure: (err: NodeJS.ErrnoException) => void = () => {}): Destination {
-  const stream = destination({ dest: fd, sync: true, maxLength: MAX_PENDING_LINE_BYTES, retryEAGAIN: () => false });
-  /** A retry is due: the lines waiting go out with it, or with the next line, whichever comes first. */
-  let retryDue = false;
-  // Writing nothing writes what waits first (flushSync would write a line cut short twice). Another
-  // EAGAIN comes back here.
-  const writeLater = (): void => {
-    retryDue = false;
-    stream.write('');
-  };
-  let failed = false;
-  // Before pino's own listener, which lets only EPIPE by and emits anything else again, unheard.
-  stream.prependListener('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EAGAIN') {
-      if (!retryDue) setTimeout(writeLater, RETRY_MS).unref();
-      retryDue = true;
-      return;
-    }
-    if (failed) return;
-    failed = true;
-    Object.assign(stream, { write: () => true, end: () => {}, flushSync: () => {}, destroy: () => {} });
-    onFailure(err);
-  });
-  return stream;
+/** The lines on descriptor `fd` (src/log/line-stream.ts); `onFailure` is told once if writing fails for good. */
+export function lineStream(fd: number, onFailure?: (err: NodeJS.ErrnoException) => void): LineStream {
+  return new LineStream(fd, onFailure);
 }
-
-/** Lines held while a descriptor that is not blocking says EAGAIN. */
-const MAX_PENDING_LINE_BYTES = 16 * 1024 * 1024;
-const RETRY_MS = 20;
 
 /** JSON lines on stdout. */
 export function createLogger(level: Config['log']['level']): Logger {
@@ -69,11 +31,11 @@ export function createLogger(level: Config['log']['level']): Logger {
  * on the hits go to stdout, the migration's record kept, and `onFailure` says so once.
  */
 export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException) => void): Logger {
-  let current: LineStream = lineStream(fd, (err) => {
+  let current: LineWriter = lineStream(fd, (err) => {
     current = lineStream(1);
     onFailure(err);
   });
-  const switching: LineStream = {
+  const switching: LineWriter = {
     write: (line: string) => current.write(line),
     flush: (done?: (err?: Error) => unknown) => current.flush(done),
   };

@@ -1,3 +1,5 @@
+import { RecencyMap } from './recency.js';
+
 /**
  * What a pure function gave for its last `maxEntries` distinct inputs of at most `maxInputLength`
  * characters, the least recently used forgotten first; a longer input is not remembered. For work a
@@ -7,7 +9,7 @@
  * `maxEntries` × `maxInputLength` characters, whatever callers send.
  */
 export class BoundedMemo<V> {
-  readonly #entries = new Map<string, V>();
+  readonly #entries = new RecencyMap<V>();
   readonly #maxEntries: number;
   readonly #maxInputLength: number;
 
@@ -20,18 +22,11 @@ export class BoundedMemo<V> {
   of(input: string, make: (input: string) => V): V {
     if (input.length > this.#maxInputLength) return make(input);
     const known = this.#entries.get(input);
-    if (known !== undefined) {
-      // The most recently used last: a Map iterates in insertion order.
-      this.#entries.delete(input);
-      this.#entries.set(input, known);
-      return known;
-    }
+    if (known !== undefined) return known;
     const value = make(input);
     if (this.#entries.size >= this.#maxEntries) {
-      for (const oldest of this.#entries.keys()) {
-        this.#entries.delete(oldest);
-        break;
-      }
+      const oldest = this.#entries.oldest();
+      if (oldest !== undefined) this.#entries.delete(oldest[0]);
     }
     this.#entries.set(input, value);
     return value;
