@@ -17,7 +17,7 @@ import type { Config, LegacyRoute, RouteName } from '../config/schema.js';
 import type { HitRecorder } from '../deprecation/hits.js';
 import { ClientClosedError, LegacyOriginError } from '../errors.js';
 import type { Binding, Read, ServiceRequest } from '../inbound/binding.js';
-import { errorPage, isRelayed } from '../inbound/reply.js';
+import { errorPage, isRelayed, type RelayedReply } from '../inbound/reply.js';
 import { INTERNAL_ERROR } from '../messages.js';
 import type { Refuser } from '../brownouts/refusal.js';
 import { refusalReply } from '../brownouts/refusal.js';
@@ -132,7 +132,11 @@ export function createCallServer(steps: CallSteps): CallServer {
       });
       // A relayed reply is bounded by legacy.timeoutMs from here, not by the call's deadline.
       deadline.clear();
-      routed = { ...routed, ending: await deliver(reply, routed.ending, steps.linkFor) };
+      const { ending } = routed;
+      if (ending.successor !== null) reply.header('link', steps.linkFor(ending.successor));
+      // Not awaited when decided whole: a cache hit's call is then one turn of the microtask queue shorter.
+      if (isRelayed(ending.reply)) routed = { ...routed, ending: await relay(reply, ending, ending.reply) };
+      else send(reply, ending.reply);
     } finally {
       deadline.clear();
       admission.leave();
@@ -216,14 +220,8 @@ async function route<W>(
   }
 }
 
-/** Sends the reply, with the call's own Link; one relayed from the legacy origin is awaited to its end, which may still fail it. */
-async function deliver(reply: FastifyReply, ending: Ending, linkFor: (successor: string) => string): Promise<Ending> {
-  if (ending.successor !== null) reply.header('link', linkFor(ending.successor));
-  const sent = ending.reply;
-  if (!isRelayed(sent)) {
-    send(reply, sent);
-    return ending;
-  }
+/** Relays the legacy origin's reply, awaited to its end, which may still fail it. */
+async function relay(reply: FastifyReply, ending: Ending, sent: RelayedReply): Promise<Ending> {
   reply.code(sent.status).headers(sent.headers).send(sent.body);
   try {
     await finished(sent.body);

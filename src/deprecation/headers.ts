@@ -1,3 +1,4 @@
+import { BoundedMemo } from '../memo/bounded.js';
 import type { Config } from '../config/schema.js';
 
 /**
@@ -6,6 +7,10 @@ import type { Config } from '../config/schema.js';
  * own `successor-version` link differs from answer to answer, and with it the relation of
  * `deprecation.successorUrl`.
  */
+/** Link headers remembered, each for a successor of at most this many characters: about 4 MiB at most. */
+const LINKS_REMEMBERED = 1024;
+const MAX_REMEMBERED_SUCCESSOR_LENGTH = 2048;
+
 /** Where a caller reads its own migration (src/server/self-service.ts), outside the service path. */
 export const SELF_SERVICE_PATH = '/deprecation/status';
 
@@ -39,10 +44,12 @@ export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstrea
   // follows the exact one. The configured URL then goes under the relation that says what it is to
   // that client, the replacement's documentation for people (RFC 8631 service-doc; docs/wire.md §9).
   const successorBase = successorBaseOf(config);
+  const after = [...links, ...successorUrlAs('service-doc')].map((link) => `, ${link}`).join('');
+  // Written once per successor: a client asks the same thing again and again, and the header is the same each time.
+  const written = new BoundedMemo<string>(LINKS_REMEMBERED, MAX_REMEMBERED_SUCCESSOR_LENGTH);
   return {
     headers,
-    linkFor: (successor) =>
-      [`<${successorBase}${successor}>; rel="successor-version"`, ...links, ...successorUrlAs('service-doc')].join(', '),
+    linkFor: (successor) => written.of(successor, () => `<${successorBase}${successor}>; rel="successor-version"${after}`),
   };
 }
 

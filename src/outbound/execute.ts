@@ -38,16 +38,20 @@ export function createPlanFetcher(maxConcurrentPages: number, shared?: Shared): 
   return (plan, fetch, options) => executePlan(plan, fetch, options, { maxConcurrentPages, pageCounts });
 }
 
-export async function executePlan(plan: Plan, fetch: FetchPage, options: FetchOptions, limits: ExecuteLimits): Promise<Page> {
+export function executePlan(plan: Plan, fetch: FetchPage, options: FetchOptions, limits: ExecuteLimits): Promise<Page> {
   switch (plan.kind) {
+    // The page's own promise, not one an async function would wrap it in: a cached page is then a
+    // turn of the microtask queue from its call, not three.
     case 'single':
       return fetch(plan.request, options);
     case 'window':
-      return released(await fetchAll(plan.requests, fetch, options, limits), (pages) =>
-        assembleWindow(pages, plan.window, plan.run, plan.shape),
+      return fetchAll(plan.requests, fetch, options, limits).then((pages) =>
+        released(pages, (fetched) => assembleWindow(fetched, plan.window, plan.run, plan.shape)),
       );
     case 'allPages':
-      return released(await fetchList(plan, fetch, options, limits), (pages) => assembleAll(pages, plan.pageSize, plan.shape));
+      return fetchList(plan, fetch, options, limits).then((pages) =>
+        released(pages, (fetched) => assembleAll(fetched, plan.pageSize, plan.shape)),
+      );
   }
 }
 
