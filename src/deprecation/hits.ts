@@ -92,7 +92,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 function loggable(text: string | null): string | null {
   if (text === null) return null;
   const cut = text.length <= MAX_LOGGED_TEXT ? text : `${text.slice(0, MAX_LOGGED_TEXT)}…`;
-  return cut.replace(LONE_SURROGATE, '\uFFFD');
+  // Text all in ASCII, as callers' mostly is, holds no surrogate: no regular expression run over it.
+  return needsEscaping(cut) ? cut.replace(LONE_SURROGATE, '\uFFFD') : cut;
 }
 
 /** What the hit lines are written to: a pino destination (src/log/line-stream.ts, or a test's stream). */
