@@ -36,16 +36,17 @@ const CHILD = `
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 const { lineStream } = await import(process.env.LOGGERS);
 const path = process.env.FIFO;
+// Bytes, decoded only once all are in: a read may end inside a character.
 function drain(fd) {
-  const chunk = Buffer.alloc(1 << 16);
-  let text = '';
+  const chunks = [];
   for (;;) {
+    const chunk = Buffer.alloc(1 << 16);
     try {
       const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) return text;
-      text += chunk.toString('utf8', 0, n);
+      if (n === 0) return Buffer.concat(chunks);
+      chunks.push(chunk.subarray(0, n));
     } catch (err) {
-      if (err.code === 'EAGAIN') return text;
+      if (err.code === 'EAGAIN') return Buffer.concat(chunks);
       throw err;
     }
   }
@@ -54,22 +55,25 @@ const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
 const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
 let failures = 0;
 const stream = lineStream(writer, () => failures++);
-// 4,000 lines of 200 bytes: twelve times what the FIFO holds (64 KB).
+// 4,000 lines of 200 bytes: twelve times what the FIFO holds (64 KB), and two of 120 KB.
 const lines = Array.from({ length: 4000 }, (_, i) => JSON.stringify({ i, pad: 'x'.repeat(180) }) + '\\n');
+// And lines larger than the FIFO, in two-byte characters: the descriptor takes part of one, the rest waits.
+for (const at of [10, 2000]) lines.splice(at, 0, JSON.stringify({ at, big: 'é'.repeat(60_000) }) + '\\n');
 const expected = lines.join('');
 const started = performance.now();
 for (const line of lines) stream.write(line);
 const writeMs = performance.now() - started;
 let read = drain(reader);
 const readAtOnce = read.length;
+const expectedBytes = Buffer.byteLength(expected);
 // The reader reads again: what waited goes out on the stream's own retries, with no line written after.
-for (let attempt = 0; attempt < 200 && read.length < expected.length; attempt++) {
+for (let attempt = 0; attempt < 200 && read.length < expectedBytes; attempt++) {
   await new Promise((resolve) => setTimeout(resolve, 25));
-  read += drain(reader);
+  read = Buffer.concat([read, drain(reader)]);
 }
 closeSync(writer);
 closeSync(reader);
-process.stdout.write(JSON.stringify({ writeMs, readAtOnce, readInTheEnd: read, expected, failures }));
+process.stdout.write(JSON.stringify({ writeMs, readAtOnce, readInTheEnd: read.toString(), expected, failures }));
 `;
 
 describe.skipIf(!FIFO_AVAILABLE)('log lines on a descriptor that is not blocking', () => {
@@ -106,18 +110,22 @@ describe('log lines on a descriptor that fails', () => {
     expect(readFileSync(file, 'utf8')).toBe(lines.join(''));
   });
 
-  it('says a failure other than EAGAIN once, and writes nothing more', () => {
+  it('says a failure other than EAGAIN once, handing over the line it could not write, and writes nothing more', () => {
     // Open for reading only: every write fails with EBADF, on whichever descriptor number it gets.
     const fd = openSync(join(import.meta.dirname, '..', 'package.json'), 'r');
-    const failures: string[] = [];
-    const stream = lineStream(fd, (err) => failures.push(String(err.code)));
+    const failures: [string, string][] = [];
+    const stream = lineStream(fd, (err, unwritten) => failures.push([String(err.code), unwritten]));
     try {
       expect(stream.write('{"first":1}\n')).toBe(true);
       expect(stream.write('{"second":2}\n')).toBe(true);
       stream.flush();
-      expect(failures).toEqual(['EBADF']);
+      expect(failures).toEqual([['EBADF', '{"first":1}\n']]);
     } finally {
       closeSync(fd);
     }
+  });
+
+  it("is one stream for every logger's lines on stdout, so that no line is written into another", () => {
+    expect(lineStream(1)).toBe(lineStream(1));
   });
 });

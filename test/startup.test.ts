@@ -169,7 +169,8 @@ describe('npm start', () => {
   });
 
   it(
-    'when the hit file fails (a full disk), says so once, writes the hits to stdout from then on, and still stops on ' + 'SIGTERM',
+    'when the hit file fails (a full disk), says so once, writes the hits to stdout from then on, the one it failed on ' +
+      'first, and still stops on SIGTERM',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'proxy-full-'));
       const file = join(dir, 'proxy.json');
@@ -177,8 +178,10 @@ describe('npm start', () => {
       const started = performance.now();
       const exit = await run({ CONFIG_FILE: file }, async (lines, kill) => {
         const { address } = await nextEvent(lines, 'listening');
-        const search = async (query: string): Promise<void> =>
-          expect((await fetch(`${String(address)}/index.asmx/Search?query=${query}`)).status).toBe(200);
+        const search = async (query: string): Promise<void> => {
+          const response = await fetch(`${String(address)}/index.asmx/Search?query=${query}`);
+          expect([response.status, await response.text()]).toEqual([200, expect.stringContaining('<searchResultSet')]);
+        };
         await search('dog');
         await nextEvent(lines, 'hits_file_failed');
         await search('cat');
@@ -192,6 +195,10 @@ describe('npm start', () => {
       expect(events.filter((line) => line.event === 'hits_file_failed')).toEqual([
         expect.objectContaining({ level: 'error', key: 'log.hitsFile', value: '/dev/full', code: 'ENOSPC' }),
       ]);
+      // No hit lost: the one the file refused is on stdout too, before the others.
+      expect(events.filter((line) => line.event === 'deprecated_call').map((hit) => hit.successor)).toEqual(
+        ['dog', 'cat', 'owl'].map((query) => expect.stringContaining(`query=${query}`)),
+      );
     },
   );
 

@@ -7,10 +7,6 @@ import type { Config } from '../config/schema.js';
  * own `successor-version` link differs from answer to answer, and with it the relation of
  * `deprecation.successorUrl`.
  */
-/** Link headers remembered, each for a successor of at most this many characters: about 4 MiB at most. */
-const LINKS_REMEMBERED = 1024;
-const MAX_REMEMBERED_SUCCESSOR_LENGTH = 2048;
-
 /** Where a caller reads its own migration (src/server/self-service.ts), outside the service path. */
 export const SELF_SERVICE_PATH = '/deprecation/status';
 
@@ -19,6 +15,13 @@ export interface DeprecationSignals {
   /** The Link header of a call whose replacement is `successor` (`successorOf`, a path and query). */
   linkFor(successor: string): string;
 }
+
+/**
+ * Link headers remembered, by successor (`successorOf` cuts one at 2,000 characters, its appKey left
+ * out): with the header each makes, a few MiB at most.
+ */
+const LINKS_REMEMBERED = 1024;
+const MAX_REMEMBERED_SUCCESSOR_LENGTH = 2048;
 
 export function deprecationSignals(config: Pick<Config, 'deprecation' | 'upstream' | 'server'>): DeprecationSignals {
   const { deprecation } = config;

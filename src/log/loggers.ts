@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { levels, pino, stdTimeFunctions, type Bindings, type ChildLoggerOptions, type LogFn, type Logger } from 'pino';
 import type { Config } from '../config/schema.js';
-import { LineStream } from './line-stream.js';
+import { LineStream, type LineStreamFailure } from './line-stream.js';
 
 /**
  * The log lines: JSON lines on a descriptor, written as they come, and the loggers that write them.
@@ -15,24 +15,34 @@ export const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { 
 /** What pino uses of a destination: `write`, and `flush` for `logger.flush()`. */
 type LineWriter = Pick<LineStream, 'write' | 'flush'>;
 
-/** The lines on descriptor `fd` (src/log/line-stream.ts); `onFailure` is told once if writing fails for good. */
-export function lineStream(fd: number, onFailure?: (err: NodeJS.ErrnoException) => void): LineStream {
-  return new LineStream(fd, onFailure);
+/**
+ * The lines on descriptor `fd` (src/log/line-stream.ts), `onFailure` told if writing fails for good.
+ * Every logger's lines on stdout go through one stream: two, each holding its own lines while a
+ * lagging reader took part of one, would write one line into the middle of another.
+ */
+export function lineStream(fd: number, onFailure?: LineStreamFailure): LineStream {
+  if (fd !== STDOUT || onFailure !== undefined) return new LineStream(fd, onFailure);
+  stdout ??= new LineStream(STDOUT);
+  return stdout;
 }
+
+const STDOUT = 1;
+let stdout: LineStream | undefined;
 
 /** JSON lines on stdout. */
 export function createLogger(level: Config['log']['level']): Logger {
-  return pino({ level, ...LINE_FORMAT }, lineStream(1));
+  return pino({ level, ...LINE_FORMAT }, lineStream(STDOUT));
 }
 
 /**
  * The hits into the open file `fd`. A write that fails (a full disk, an I/O error) leaves the file for
- * good: the stream would hold every later line in memory, and hang the exit retrying them. From then
- * on the hits go to stdout, the migration's record kept, and `onFailure` says so once.
+ * good: the stream would hold every later line in memory. From then on the hits go to stdout, the
+ * lines the file did not take first, and `onFailure` says so once.
  */
 export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoException) => void): Logger {
-  let current: LineWriter = lineStream(fd, (err) => {
-    current = lineStream(1);
+  let current: LineWriter = lineStream(fd, (err, unwritten) => {
+    current = lineStream(STDOUT);
+    if (unwritten !== '') current.write(unwritten);
     onFailure(err);
   });
   const switching: LineWriter = {
