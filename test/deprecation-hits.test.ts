@@ -6,6 +6,11 @@ import { deprecationSignals } from '../src/deprecation/headers.js';
 import { clientFingerprint } from '../src/clients/fingerprint.js';
 import { createHitRecorder, hitLine, HIT_SCHEMA_VERSION, type DeprecationHit } from '../src/deprecation/hits.js';
 import { TEST_CLIENT_ID_KEY } from './support/config.js';
+import { CLIENT_STACK_NAMES } from '../src/clients/stack.js';
+import { OUTCOMES } from '../src/deprecation/ledger.js';
+import { BINDING_NAMES } from '../src/inbound/binding.js';
+import { OPERATIONS, UPSTREAM_ENDPOINTS } from '../src/operations.js';
+import { PAGE_SOURCES } from '../src/outbound/fetch.js';
 import { CALL_BINDINGS, legacyCall, type CallBinding } from './support/calls.js';
 import { startProxy } from './support/proxy.js';
 import { startRecordedApp, type RecordedApp } from './support/recorded-app.js';
@@ -205,6 +210,25 @@ describe('the hit line', () => {
       'deprecated call Search (soap11)',
     );
     expect(hitLine(called, at)).toBe(lines[0]);
+  });
+
+  it('writes every name of the closed sets it writes without escaping as JSON reads it, and the pages in PAGE_SOURCES order', () => {
+    const values: [keyof DeprecationHit, readonly string[]][] = [
+      ['operation', [...OPERATIONS.map((op) => op.name), 'unknown']],
+      ['binding', [...BINDING_NAMES, 'unknown']],
+      ['outcome', OUTCOMES],
+      ['replacement', [...Object.keys(UPSTREAM_ENDPOINTS), '']],
+      ['clientStack', CLIENT_STACK_NAMES],
+    ];
+    for (const [field, names] of values) {
+      for (const name of names) {
+        const parsed = JSON.parse(hitLine({ ...hit, [field]: name }, at)) as Record<string, unknown>;
+        expect(parsed[field]).toBe(name);
+      }
+    }
+    const parsed = JSON.parse(hitLine(hit, at)) as { pages: Record<string, number>; msg: string };
+    expect(Object.keys(parsed.pages)).toEqual([...PAGE_SOURCES]);
+    expect(parsed.msg).toBe('deprecated call Search (soap11)');
   });
 
   it('writes the time of each hit, a millisecond apart', () => {
