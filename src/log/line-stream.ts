@@ -35,10 +35,10 @@ export class LineStream {
   write(line: string): boolean {
     if (this.#failed) return true;
     const bytes = Buffer.from(line);
-    if (this.#pending.length > 0 && this.#pendingBytes + bytes.length > MAX_PENDING_BYTES) {
+    if (this.#noRoomFor(bytes)) {
       // What waits may go now: only a line that still finds no room is dropped.
       this.#writePending();
-      if (this.#failed || (this.#pending.length > 0 && this.#pendingBytes + bytes.length > MAX_PENDING_BYTES)) return true;
+      if (this.#failed || this.#noRoomFor(bytes)) return true;
     }
     // Held until written: a line the descriptor refuses for good is handed over with the rest.
     this.#pending.push(bytes);
@@ -51,6 +51,11 @@ export class LineStream {
   flush(done?: (err?: Error) => unknown): void {
     this.#writePending();
     done?.();
+  }
+
+  /** Whether holding `bytes` would pass MAX_PENDING_BYTES (a line alone is held whatever its size). */
+  #noRoomFor(bytes: Buffer): boolean {
+    return this.#pending.length > 0 && this.#pendingBytes + bytes.length > MAX_PENDING_BYTES;
   }
 
   #writePending(): void {

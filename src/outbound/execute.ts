@@ -46,20 +46,17 @@ export function executePlan(plan: Plan, fetch: FetchPage, options: FetchOptions,
       return fetch(plan.request, options);
     case 'window':
       return fetchAll(plan.requests, fetch, options, limits).then((pages) =>
-        released(pages, (fetched) => assembleWindow(fetched, plan.window, plan.run, plan.shape)),
+        released(pages, assembleWindow(pages, plan.window, plan.run, plan.shape)),
       );
     case 'allPages':
-      return fetchList(plan, fetch, options, limits).then((pages) =>
-        released(pages, (fetched) => assembleAll(fetched, plan.pageSize, plan.shape)),
-      );
+      return fetchList(plan, fetch, options, limits).then((pages) => released(pages, assembleAll(pages, plan.pageSize, plan.shape)));
   }
 }
 
-/** The pages assembled into a new one, then given back (src/xml/pool.ts): the result holds copies of what it took. */
-function released(pages: readonly Page[], assemble: (pages: readonly Page[]) => Page): Page {
-  const result = assemble(pages);
+/** `assembled`, once the pages it was made of are given back (src/xml/pool.ts): it holds copies of what it took. */
+function released(pages: readonly Page[], assembled: Page): Page {
   for (const page of pages) releasePage(page);
-  return result;
+  return assembled;
 }
 
 /**
