@@ -129,3 +129,64 @@ describe('log lines on a descriptor that fails', () => {
     expect(lineStream(1)).toBe(lineStream(1));
   });
 });
+
+describe('log lines gathered in a turn', () => {
+  const turnEnd = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  const openLog = (): { file: string; fd: number } => {
+    const file = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.log');
+    return { file, fd: openSync(file, 'a') };
+  };
+
+  it('writes them at the end of the turn, in order, a line written meanwhile after those gathered before it', async () => {
+    const { file, fd } = openLog();
+    try {
+      const stream = lineStream(fd);
+      stream.gather('{"hit":1}\n');
+      stream.gather('{"hit":2}\n');
+      expect(readFileSync(file, 'utf8')).toBe('');
+      stream.write('{"warning":3}\n');
+      stream.gather('{"hit":4}\n');
+      expect(readFileSync(file, 'utf8')).toBe('{"hit":1}\n{"hit":2}\n{"warning":3}\n');
+      await turnEnd();
+      expect(readFileSync(file, 'utf8')).toBe('{"hit":1}\n{"hit":2}\n{"warning":3}\n{"hit":4}\n');
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('writes them at once past 64 KiB, and on flush', () => {
+    const { file, fd } = openLog();
+    try {
+      const stream = lineStream(fd);
+      const line = `{"pad":"${'x'.repeat(1000)}"}\n`;
+      for (let i = 0; i < 70; i++) stream.gather(line);
+      // Written with the line that took them past 64 KiB, the rest still held.
+      const atOnce = Math.floor((64 * 1024) / line.length) + 1;
+      expect(readFileSync(file, 'utf8')).toBe(line.repeat(atOnce));
+      stream.flush();
+      expect(readFileSync(file, 'utf8')).toBe(line.repeat(70));
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('writes what the turn gathered when the process exits in it', () => {
+    const { file, fd } = openLog();
+    closeSync(fd);
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { openSync } from 'node:fs';
+         const { lineStream } = await import(process.env.LOGGERS);
+         lineStream(openSync(process.env.FILE, 'a')).gather('{"hit":"last"}\\n');
+         process.exit(3);`,
+      ],
+      { env: { ...process.env, LOGGERS, FILE: file }, encoding: 'utf8' },
+    );
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(3);
+    expect(readFileSync(file, 'utf8')).toBe('{"hit":"last"}\n');
+  });
+});

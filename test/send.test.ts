@@ -1,7 +1,11 @@
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Fastify, { type FastifyReply } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorPage } from '../src/inbound/reply.js';
 import { send } from '../src/inbound/send.js';
+import { lineStream } from '../src/log/loggers.js';
 
 /** Replies are decided during a turn of the event loop and written at its end (src/inbound/send.ts). */
 
@@ -100,5 +104,28 @@ describe('send', () => {
     expect(events).toEqual([]);
     await turnEnd();
     expect(events).toEqual(['a destroyed', 'a send_failed', 'b sent']);
+  });
+
+  it('writes the hit lines gathered in the turn before its replies, even a reply decided before its line', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'send-')), 'hits.log');
+    const fd = openSync(file, 'a');
+    const hits = lineStream(fd);
+    const fastify = Fastify();
+    cleanups.push(async () => {
+      await fastify.close();
+      closeSync(fd);
+    });
+    const loggedWhenWritten: string[] = [];
+    fastify.addHook('onSend', async (_request, _reply, payload) => {
+      loggedWhenWritten.push(readFileSync(file, 'utf8'));
+      return payload;
+    });
+    fastify.get('/', (_request, reply) => {
+      send(reply, errorPage(200, 'ok'));
+      hits.gather('{"event":"deprecated_call"}\n');
+    });
+    const response = await fastify.inject('/');
+    expect(response.statusCode).toBe(200);
+    expect(loggedWhenWritten).toEqual(['{"event":"deprecated_call"}\n']);
   });
 });

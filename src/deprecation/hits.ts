@@ -96,17 +96,23 @@ function loggable(text: string | null): string | null {
   return needsEscaping(cut) ? cut.replace(LONE_SURROGATE, '\uFFFD') : cut;
 }
 
-/** What the hit lines are written to: a pino destination (src/log/line-stream.ts, or a test's stream). */
+/**
+ * What the hit lines are written to: a pino destination (src/log/line-stream.ts, or a test's stream).
+ * One that gathers lines gets them so: written together at the end of the turn, before its replies.
+ */
 interface LineDestination {
   write(line: string): unknown;
+  gather?(line: string): void;
 }
 
-/** Where the hits go: their logger's own destination, past pino's serializer (see `hitLine`). */
-function destinationOf(logger: FastifyBaseLogger): LineDestination | null {
+/** How the hits are written: to their logger's own destination, past pino's serializer (see `hitLine`). */
+function hitWriterOf(logger: FastifyBaseLogger): ((line: string) => unknown) | null {
   // A logger set above info (a test's silent one) writes no hits, as `logger.info` would not. Its level
   // is set at start: `log` is a restart-only setting (src/config/reload.ts).
   if ((levels.values[logger.level] ?? Number.POSITIVE_INFINITY) > (levels.values.info as number)) return null;
-  return (logger as unknown as Record<symbol, LineDestination>)[symbols.streamSym] ?? null;
+  const destination = (logger as unknown as Record<symbol, LineDestination | undefined>)[symbols.streamSym];
+  if (destination === undefined) return null;
+  return destination.gather ? destination.gather.bind(destination) : destination.write.bind(destination);
 }
 
 /** What pino's base adds to every line (src/start/main.ts writes the operators' lines so too). */
@@ -263,7 +269,7 @@ export function createHitRecorder(
   };
 
   const ledger = new Ledger();
-  const hitLines = destinationOf(hitLog);
+  const writeHit = hitWriterOf(hitLog);
 
   return {
     ledger,
@@ -284,7 +290,7 @@ export function createHitRecorder(
         if (exemplars) duration.observe({ labels, value, exemplarLabels: exemplarOf(hit) as unknown as typeof labels });
         else duration.observe(labels, value);
       }
-      hitLines?.write(hitLine(hit, at));
+      writeHit?.(hitLine(hit, at));
     },
     close: warnShed,
     observeUpstream(seen) {

@@ -1,6 +1,7 @@
 import type { FastifyReply } from 'fastify';
 import type { Reply } from './reply.js';
 import { giveBack, isLent } from '../xml/pool.js';
+import { writeGathered } from '../log/line-stream.js';
 
 /**
  * A reply decided whole, written to the caller through fastify at the end of this turn of the event
@@ -34,6 +35,8 @@ let waiting: { readonly to: FastifyReply; readonly body: Reply['body'] }[] = [];
 const decided = new WeakSet<FastifyReply>();
 
 function writeWaiting(): void {
+  // The turn's hit lines first: a caller holding its reply finds its call's line written.
+  writeGathered();
   const replies = waiting;
   waiting = [];
   for (const { to, body } of replies) {

@@ -15,6 +15,10 @@ import { writeSync } from 'node:fs';
  * go out, in order, with the next line or at the latest RETRY_MS later; the event loop never waits.
  * Any other error ends the stream: nothing more is written to it, and `onFailure` is told once, with
  * the whole lines it had not written (the one being written included), for whoever takes over.
+ *
+ * A line may also be gathered (`gather`): held until the end of this turn of the event loop, and
+ * written then with the turn's other gathered lines, one write(2) for all (docs/performance.md, "Hit
+ * lines written together"). `write` writes what was gathered first, so that lines keep their order.
  */
 export class LineStream {
   readonly #fd: number;
@@ -26,6 +30,8 @@ export class LineStream {
   #restFirst = false;
   #retry: NodeJS.Timeout | null = null;
   #failed = false;
+  /** Lines gathered this turn, not yet written. */
+  #gathered = '';
 
   constructor(fd: number, onFailure: LineStreamFailure = () => {}) {
     this.#fd = fd;
@@ -34,7 +40,7 @@ export class LineStream {
 
   write(line: string): boolean {
     if (this.#failed) return true;
-    const bytes = Buffer.from(line);
+    const bytes = Buffer.from(this.#gathered === '' ? line : this.#takeGathered() + line);
     if (this.#noRoomFor(bytes)) {
       // What waits may go now: only a line that still finds no room is dropped.
       this.#writePending();
@@ -47,10 +53,28 @@ export class LineStream {
     return true;
   }
 
+  /**
+   * Holds `line` (whole lines) until the end of this turn (`writeGathered`), or until the next `write`
+   * or `flush`, or until the gathered lines pass MAX_GATHERED_CHARS: then they are written at once.
+   */
+  gather(line: string): void {
+    if (this.#failed) return;
+    if (this.#gathered === '') gatheredBy(this);
+    this.#gathered += line;
+    if (this.#gathered.length > MAX_GATHERED_CHARS) this.write('');
+  }
+
   /** Writes what waits, as far as the descriptor takes it now; `done` is called either way. */
   flush(done?: (err?: Error) => unknown): void {
-    this.#writePending();
+    if (this.#gathered !== '') this.write('');
+    else this.#writePending();
     done?.();
+  }
+
+  #takeGathered(): string {
+    const gathered = this.#gathered;
+    this.#gathered = '';
+    return gathered;
   }
 
   /** Whether holding `bytes` would pass MAX_PENDING_BYTES (a line alone is held whatever its size). */
@@ -100,9 +124,37 @@ export class LineStream {
   }
 }
 
+/** The streams holding lines gathered this turn. */
+let gathering: LineStream[] = [];
+let exitHooked = false;
+
+function gatheredBy(stream: LineStream): void {
+  if (gathering.length === 0) setImmediate(writeGathered);
+  gathering.push(stream);
+  // A process that exits (process.exit, a signal's handler) writes what this turn gathered first.
+  if (!exitHooked) {
+    process.once('exit', writeGathered);
+    exitHooked = true;
+  }
+}
+
+/**
+ * Writes every stream's gathered lines. Run at the end of the turn (setImmediate), and by whatever
+ * must follow the turn's lines: the replies (src/inbound/send.ts), so that a call's hit line is
+ * written before its reply is.
+ */
+export function writeGathered(): void {
+  if (gathering.length === 0) return;
+  const streams = gathering;
+  gathering = [];
+  for (const stream of streams) stream.flush();
+}
+
 /** Told once, when writing failed for good: the error, and the whole lines not written, joined. */
 export type LineStreamFailure = (err: NodeJS.ErrnoException, unwritten: string) => void;
 
 /** Lines held while a descriptor that is not blocking says EAGAIN. */
 const MAX_PENDING_BYTES = 16 * 1024 * 1024;
 const RETRY_MS = 20;
+/** Gathered lines past this are written at once (a busy turn of a few hundred calls' hit lines). */
+const MAX_GATHERED_CHARS = 64 * 1024;

@@ -12,8 +12,8 @@ import { LineStream, type LineStreamFailure } from './line-stream.js';
 /** Every line as Loki, Elasticsearch or Datadog read it without a parser: ISO-8601 time, the level as a word. */
 export const LINE_FORMAT = { timestamp: stdTimeFunctions.isoTime, formatters: { level: (label: string) => ({ level: label }) } };
 
-/** What pino uses of a destination: `write`, and `flush` for `logger.flush()`. */
-type LineWriter = Pick<LineStream, 'write' | 'flush'>;
+/** What pino uses of a destination (`write`, and `flush` for `logger.flush()`), and the hits' `gather`. */
+type LineWriter = Pick<LineStream, 'write' | 'flush' | 'gather'>;
 
 /**
  * The lines on descriptor `fd` (src/log/line-stream.ts), `onFailure` told if writing fails for good.
@@ -47,6 +47,7 @@ export function createHitsFileLogger(fd: number, onFailure: (err: NodeJS.ErrnoEx
   });
   const switching: LineWriter = {
     write: (line: string) => current.write(line),
+    gather: (line: string) => current.gather(line),
     flush: (done?: (err?: Error) => unknown) => current.flush(done),
   };
   return pino({ level: 'info', ...LINE_FORMAT }, switching);
