@@ -9,6 +9,7 @@ import type { Json } from '../src/config/validate.js';
 import { startDemoUpstream } from '../src/demo/demo-server.js';
 import { renderWsdl } from '../src/inbound/description/wsdl.js';
 import { tuneHeap } from '../src/start/heap.js';
+import { holdTickObject } from '../src/start/ticks.js';
 import { createLogger } from '../src/log/loggers.js';
 import { buildApp } from '../src/server/app.js';
 import { tracingSettings } from '../src/tracing/settings.js';
@@ -185,6 +186,7 @@ async function startWire(options: Options): Promise<string> {
  */
 async function startProxy(options: Options): Promise<string> {
   tuneHeap();
+  holdTickObject();
   const config = loadConfig({}, { upstream: { baseUrl: options.upstream as string, appKey: APP_KEY } }, options.proxyConfig ?? {});
   const logger = createLogger(config.log.level);
   const tracing = options.tracing ? await startTracing(options.tracing.endpoint, logger) : null;

@@ -6,6 +6,7 @@ import { ConfigError, redactUrl } from '../config/problems.js';
 import type { Config } from '../config/schema.js';
 import { startDemoUpstream, type DemoUpstream } from '../demo/demo-server.js';
 import { tuneHeap } from './heap.js';
+import { holdTickObject } from './ticks.js';
 import { createHitLogger, createOperatorLogger } from './loggers.js';
 import { StartRefused } from './refused.js';
 import type { Tracing } from '../tracing/setup.js';
@@ -175,6 +176,7 @@ async function listenOn(
 /** Runs the proxy as `npm start` does, until SIGTERM or SIGINT. */
 export async function main(): Promise<void> {
   tuneHeap();
+  holdTickObject();
   let config: Config;
   try {
     config = loadConfig();
