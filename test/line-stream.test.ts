@@ -99,6 +99,48 @@ describe.skipIf(!FIFO_AVAILABLE)('log lines on a descriptor that is not blocking
   });
 });
 
+/**
+ * A text the FIFO took part of, then a failure (its reader gone: EPIPE on the retry): the rest of the
+ * line it cut stays there, and every whole line after it is handed over, with those gathered since.
+ */
+const CUT_THEN_FAILED = `
+import { closeSync, constants, openSync } from 'node:fs';
+const { lineStream } = await import(process.env.LOGGERS);
+const reader = openSync(process.env.FIFO, constants.O_RDONLY | constants.O_NONBLOCK);
+const writer = openSync(process.env.FIFO, constants.O_WRONLY | constants.O_NONBLOCK);
+const handed = [];
+const stream = lineStream(writer, (err, unwritten) => handed.push([err.code, unwritten]));
+// 60,000 bytes of the FIFO's 65,536 taken, then two lines of 3,000 in one text: cut in its second line.
+stream.write(JSON.stringify({ fill: 'x'.repeat(59_988) }) + '\\n');
+stream.gather('{"first":"' + 'a'.repeat(2_986) + '"}\\n');
+stream.gather('{"second":"' + 'b'.repeat(2_985) + '"}\\n');
+stream.gather('{"third":"' + 'c'.repeat(2_986) + '"}\\n');
+// Due with the stream's retry (20 ms) and queued before it: gathered in the turn the retry fails in.
+setTimeout(() => stream.gather('{"later":1}\\n'), 20);
+stream.flush();
+// The end of this turn (the gathered lines' own write, the FIFO still full) before the reader goes.
+await new Promise((resolve) => setImmediate(resolve));
+closeSync(reader);
+await new Promise((resolve) => setTimeout(resolve, 200));
+closeSync(writer);
+process.stdout.write(JSON.stringify(handed));
+`;
+
+describe.skipIf(!FIFO_AVAILABLE)('log lines cut, then failed', () => {
+  it('hands over the whole lines after the one cut, and the lines gathered since, once', () => {
+    const fifo = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', CUT_THEN_FAILED], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, LOGGERS, FIFO: fifo },
+      timeout: 10_000,
+    });
+    expect(child.status, child.stderr).toBe(0);
+    const handed = JSON.parse(child.stdout) as [string, string][];
+    expect(handed).toEqual([['EPIPE', `{"third":"${'c'.repeat(2_986)}"}\n{"later":1}\n`]]);
+  });
+});
+
 describe('log lines on a descriptor that fails', () => {
   it('writes each line whole, in order, non-ASCII text included', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.log');

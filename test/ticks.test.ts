@@ -29,4 +29,18 @@ describe('the TickObject held (src/start/ticks.ts)', () => {
     // Node 24 adds its async context frame after these.
     expect(seen.symbols[0]?.slice(0, 2)).toEqual(['Symbol(async_id_symbol)', 'Symbol(trigger_async_id_symbol)']);
   });
+
+  // Node 24 takes `trackPromises: false`; Node 20 ignores it, and its protector goes (docs/performance.md).
+  it.skipIf(Number(process.versions.node.split('.')[0]) < 24)('leaves V8’s promise-hook protector in place on Node 24', () => {
+    const script = `
+      const { holdTickObject } = await import(${JSON.stringify(TICKS)});
+      process.stdout.write(String(holdTickObject().length) + '\\n');
+      await Promise.resolve();`;
+    const child = spawnSync(process.execPath, ['--trace-protector-invalidation', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(child.stderr).toBe('');
+    expect(child.stdout.split('\n')).toContain('1');
+    expect(child.stdout).not.toContain('PromiseHook');
+  });
 });

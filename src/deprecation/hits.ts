@@ -98,7 +98,8 @@ function loggable(text: string | null): string | null {
 
 /**
  * What the hit lines are written to: a pino destination (src/log/line-stream.ts, or a test's stream).
- * One that gathers lines gets them so: written together at the end of the turn, before its replies.
+ * When it can gather lines (`LineStream.gather`), the hit lines are gathered: written together at the
+ * end of the turn, before the turn's replies.
  */
 interface LineDestination {
   write(line: string): unknown;

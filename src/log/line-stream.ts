@@ -24,10 +24,10 @@ import { writeSync } from 'node:fs';
 export class LineStream {
   readonly #fd: number;
   readonly #onFailure: LineStreamFailure;
-  /** What the descriptor did not take yet, in order, a line each; the first may be a line's rest. */
+  /** What the descriptor did not take yet, in order: whole lines, a text each; the first may be a text's rest. */
   #pending: Buffer[] = [];
   #pendingBytes = 0;
-  /** Whether the first of `#pending` is the rest of a line the descriptor took part of. */
+  /** Whether the first of `#pending` is the rest of a text the descriptor took part of. */
   #restFirst = false;
   #retry: NodeJS.Timeout | null = null;
   #failed = false;
@@ -42,8 +42,8 @@ export class LineStream {
   write(line: string): boolean {
     if (this.#failed) return true;
     const text = this.#gathered === '' ? line : this.#takeGathered() + line;
-    // Nothing waiting: the text is written as it is, and encoded into bytes of its own only if the
-    // descriptor did not take all of it (a Buffer a write cost 0.15–0.7 µs more, by the turn's lines).
+    // Nothing waiting: the text goes to write(2) as it is, node encoding it on the way. Bytes of its
+    // own only for a rest: a Buffer made for every write cost 0.15–0.7 µs more (docs/performance.md).
     if (this.#pending.length === 0) {
       const written = this.#writeText(text);
       // Fewer bytes than characters is short for sure; as many or more, the byte length tells.
@@ -52,22 +52,24 @@ export class LineStream {
       this.#hold(Buffer.from(text).subarray(written), written > 0);
       return true;
     }
+    // Held until written, so that a descriptor that fails for good hands it over with the rest.
     const bytes = Buffer.from(text);
-    if (this.#noRoomFor(bytes)) {
-      // What waits may go now: only a line that still finds no room is dropped.
-      this.#writePending();
-      if (this.#failed || this.#noRoomFor(bytes)) return true;
-    }
-    // Held until written: a line the descriptor refuses for good is handed over with the rest.
     this.#pending.push(bytes);
     this.#pendingBytes += bytes.length;
     this.#writePending();
+    // Past MAX_PENDING_BYTES, what the descriptor did not take of the rest: only this text is dropped,
+    // and only whole (neither a text's rest nor a text alone).
+    const over = this.#pendingBytes > MAX_PENDING_BYTES && this.#pending.length > 1 && this.#pending.at(-1) === bytes;
+    if (!this.#failed && over) {
+      this.#pending.pop();
+      this.#pendingBytes -= bytes.length;
+    }
     return true;
   }
 
   /**
-   * Holds `line` (whole lines) until the end of this turn (`writeGathered`), or until the next `write`
-   * or `flush`, or until the gathered lines pass MAX_GATHERED_CHARS: then they are written at once.
+   * Holds `line` (whole lines) until the end of this turn (`writeGathered`), the next `write` or `flush`,
+   * or until the gathered lines pass MAX_GATHERED_CHARS characters: then they are written at once.
    */
   gather(line: string): void {
     if (this.#failed) return;
@@ -113,11 +115,6 @@ export class LineStream {
     this.#retryLater();
   }
 
-  /** Whether holding `bytes` would pass MAX_PENDING_BYTES (a line alone is held whatever its size). */
-  #noRoomFor(bytes: Buffer): boolean {
-    return this.#pending.length > 0 && this.#pendingBytes + bytes.length > MAX_PENDING_BYTES;
-  }
-
   #writePending(): void {
     while (this.#pending.length > 0) {
       const first = this.#pending[0] as Buffer;
@@ -154,14 +151,24 @@ export class LineStream {
 
   #fail(err: NodeJS.ErrnoException): void {
     this.#failed = true;
-    // A line's rest would be a broken line wherever it went: it stays with the descriptor it began on.
-    const unwritten = this.#restFirst ? this.#pending.slice(1) : this.#pending;
+    const unwritten = this.#pending;
+    const first = unwritten[0];
+    // The rest of the line the descriptor cut would be a broken line wherever it went: it stays with
+    // the descriptor it began on. The whole lines after it in that text are handed over.
+    if (this.#restFirst && first !== undefined) unwritten[0] = afterCutLine(first);
     this.#pending = [];
     this.#pendingBytes = 0;
     if (this.#retry !== null) clearTimeout(this.#retry);
     this.#retry = null;
-    this.#onFailure(err, Buffer.concat(unwritten).toString());
+    // And the lines gathered since, which no later write takes now.
+    this.#onFailure(err, Buffer.concat(unwritten).toString() + this.#takeGathered());
   }
+}
+
+/** What follows the end of the line a rest begins in: whole lines, or nothing. */
+function afterCutLine(rest: Buffer): Buffer {
+  const end = rest.indexOf(NEWLINE);
+  return rest.subarray(end === -1 ? rest.length : end + 1);
 }
 
 /** The streams holding lines gathered this turn. */
@@ -196,5 +203,6 @@ export type LineStreamFailure = (err: NodeJS.ErrnoException, unwritten: string) 
 /** Lines held while a descriptor that is not blocking says EAGAIN. */
 const MAX_PENDING_BYTES = 16 * 1024 * 1024;
 const RETRY_MS = 20;
-/** Gathered lines past this are written at once (a busy turn of a few hundred calls' hit lines). */
+const NEWLINE = 0x0a;
+/** Gathered lines past this many characters are written at once (a busy turn of some seventy calls' hit lines). */
 const MAX_GATHERED_CHARS = 64 * 1024;

@@ -1,4 +1,4 @@
-import { createHook } from 'node:async_hooks';
+import { createHook, type HookCallbacks } from 'node:async_hooks';
 
 /**
  * One of node's own TickObjects (what `process.nextTick` queues), kept for the life of the process.
@@ -15,17 +15,27 @@ import { createHook } from 'node:async_hooks';
  * in the proxy, hot Search under wrk on Node 20, about 2 µs a call (docs/performance.md, "One
  * TickObject held").
  *
- * The only public way to reach a TickObject is an async hook's `init`: one is enabled for a single
- * `nextTick` here and disabled at once, so no hook runs afterwards. Returns what it holds (a test
- * reads it): empty if node no longer hands TickObjects to hooks, which costs speed, never a call.
+ * How it is reached: an async hook's `init` is handed it, the hook enabled for a single `nextTick`
+ * here and disabled at once, so no hook runs afterwards. Enabling a hook leaves one lasting mark on
+ * Node 20: it installs V8's promise hooks, which invalidates V8's promise-hook protector for the life
+ * of the process (optimized code then calls Promise builtins rather than inlining them); Node 24 takes
+ * `trackPromises: false` and installs none. Measured with that cost on Node 20, holding still won
+ * (docs/performance.md). The other way to reach one, `executionAsyncResource()` inside a tick, leaves
+ * a mark on every runtime: every callback from node's native side then goes through a JS trampoline.
+ *
+ * Returns what it holds (a test reads it): empty if node no longer hands TickObjects to hooks, which
+ * costs speed, never a call.
  */
 export function holdTickObject(): readonly object[] {
   const captured: object[] = [];
-  const hook = createHook({
+  const callbacks: HookCallbacks & { readonly trackPromises: boolean } = {
     init(_asyncId, type, _triggerAsyncId, resource) {
       if (type === 'TickObject') captured.push(resource);
     },
-  });
+    // Node 24: no promise hooks (Node 20 does not know the option, and installs them).
+    trackPromises: false,
+  };
+  const hook = createHook(callbacks);
   hook.enable();
   try {
     process.nextTick(() => {});
