@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,16 +76,21 @@ closeSync(reader);
 process.stdout.write(JSON.stringify({ writeMs, readAtOnce, readInTheEnd: read.toString(), expected, failures }));
 `;
 
+/** `script` run in a child of its own, with a new FIFO's path in FIFO, killed if it runs past 10 s. */
+function onFifo(script: string): SpawnSyncReturns<string> {
+  const fifo = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.fifo');
+  expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+  return spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, LOGGERS, FIFO: fifo },
+    timeout: 10_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+}
+
 describe.skipIf(!FIFO_AVAILABLE)('log lines on a descriptor that is not blocking', () => {
   it('wait in the stream while the reader lags, without stalling, and all come out once, in order', () => {
-    const fifo = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.fifo');
-    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', CHILD], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH, LOGGERS, FIFO: fifo },
-      timeout: 10_000,
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    const child = onFifo(CHILD);
     // Killed by the timeout: writing stalled (or the lines never came out).
     expect(child.signal, child.stderr).toBeNull();
     expect(child.status, child.stderr).toBe(0);
@@ -128,13 +133,7 @@ process.stdout.write(JSON.stringify(handed));
 
 describe.skipIf(!FIFO_AVAILABLE)('log lines cut, then failed', () => {
   it('hands over the whole lines after the one cut, and the lines gathered since, once', () => {
-    const fifo = join(mkdtempSync(join(tmpdir(), 'line-stream-')), 'hits.fifo');
-    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', CUT_THEN_FAILED], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH, LOGGERS, FIFO: fifo },
-      timeout: 10_000,
-    });
+    const child = onFifo(CUT_THEN_FAILED);
     expect(child.status, child.stderr).toBe(0);
     const handed = JSON.parse(child.stdout) as [string, string][];
     expect(handed).toEqual([['EPIPE', `{"third":"${'c'.repeat(2_986)}"}\n{"later":1}\n`]]);
