@@ -40,17 +40,38 @@ export class LineStream {
   }
 
   write(line: string): boolean {
-    if (this.#failed) return true;
-    const text = this.#gathered === '' ? line : this.#takeGathered() + line;
+    if (!this.#failed) this.#writeOut(this.#gathered === '' ? line : this.#takeGathered() + line);
+    return true;
+  }
+
+  /**
+   * Holds `line` (whole lines) until the end of this turn (`writeGathered`), the next `write` or `flush`,
+   * or until the gathered lines pass MAX_GATHERED_CHARS characters: then they are written at once.
+   */
+  gather(line: string): void {
+    if (this.#failed) return;
+    if (this.#gathered === '') gatheredBy(this);
+    this.#gathered += line;
+    if (this.#gathered.length > MAX_GATHERED_CHARS) this.#writeOut(this.#takeGathered());
+  }
+
+  /** Writes what waits, as far as the descriptor takes it now; `done` is called either way. */
+  flush(done?: (err?: Error) => unknown): void {
+    if (this.#gathered !== '' && !this.#failed) this.#writeOut(this.#takeGathered());
+    else this.#writePending();
+    done?.();
+  }
+
+  /** Writes `text` (whole lines) after what waits, or holds it while the descriptor takes no more. */
+  #writeOut(text: string): void {
     // Nothing waiting: the text goes to write(2) as it is, node encoding it on the way. Bytes of its
     // own only for a rest: a Buffer made for every write cost 0.15–0.7 µs more (docs/performance.md).
     if (this.#pending.length === 0) {
-      const written = this.#writeText(text);
+      const written = this.#writeSome(text);
       // Fewer bytes than characters is short for sure; as many or more, the byte length tells.
-      if (written >= text.length && written === Buffer.byteLength(text)) return true;
-      if (this.#failed) return true;
+      if (this.#failed || (written >= text.length && written === Buffer.byteLength(text))) return;
       this.#hold(Buffer.from(text).subarray(written), written > 0);
-      return true;
+      return;
     }
     // Held until written, so that a descriptor that fails for good hands it over with the rest.
     const bytes = Buffer.from(text);
@@ -64,25 +85,6 @@ export class LineStream {
       this.#pending.pop();
       this.#pendingBytes -= bytes.length;
     }
-    return true;
-  }
-
-  /**
-   * Holds `line` (whole lines) until the end of this turn (`writeGathered`), the next `write` or `flush`,
-   * or until the gathered lines pass MAX_GATHERED_CHARS characters: then they are written at once.
-   */
-  gather(line: string): void {
-    if (this.#failed) return;
-    if (this.#gathered === '') gatheredBy(this);
-    this.#gathered += line;
-    if (this.#gathered.length > MAX_GATHERED_CHARS) this.write('');
-  }
-
-  /** Writes what waits, as far as the descriptor takes it now; `done` is called either way. */
-  flush(done?: (err?: Error) => unknown): void {
-    if (this.#gathered !== '') this.write('');
-    else this.#writePending();
-    done?.();
   }
 
   #takeGathered(): string {
@@ -92,17 +94,16 @@ export class LineStream {
   }
 
   /**
-   * Writes `text` while nothing waits: the bytes the descriptor took (0 on EAGAIN). Any other error
-   * fails the stream, `text` handed over whole.
+   * The bytes of `data` the descriptor took: 0 on EAGAIN, and 0 on any other error, which fails the
+   * stream. `data` is either the first of what waits or, a text written while nothing waited, handed
+   * over whole.
    */
-  #writeText(text: string): number {
+  #writeSome(data: string | Buffer): number {
     try {
-      return writeSync(this.#fd, text);
+      // One call each for writeSync's two overloads, a text (node encodes it on the way) and bytes.
+      return typeof data === 'string' ? writeSync(this.#fd, data) : writeSync(this.#fd, data);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
-        this.#pending.push(Buffer.from(text));
-        this.#fail(err as NodeJS.ErrnoException);
-      }
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') this.#fail(err as NodeJS.ErrnoException, typeof data === 'string' ? data : '');
       return 0;
     }
   }
@@ -118,16 +119,8 @@ export class LineStream {
   #writePending(): void {
     while (this.#pending.length > 0) {
       const first = this.#pending[0] as Buffer;
-      let written: number;
-      try {
-        written = writeSync(this.#fd, first);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
-          this.#fail(err as NodeJS.ErrnoException);
-          return;
-        }
-        written = 0;
-      }
+      const written = this.#writeSome(first);
+      if (this.#failed) return;
       this.#pendingBytes -= written;
       if (written < first.length) {
         if (written > 0) {
@@ -149,7 +142,8 @@ export class LineStream {
     }, RETRY_MS).unref();
   }
 
-  #fail(err: NodeJS.ErrnoException): void {
+  /** `notHeld`: a text that failed while nothing waited, in none of `#pending`. */
+  #fail(err: NodeJS.ErrnoException, notHeld: string): void {
     this.#failed = true;
     const unwritten = this.#pending;
     const first = unwritten[0];
@@ -161,7 +155,7 @@ export class LineStream {
     if (this.#retry !== null) clearTimeout(this.#retry);
     this.#retry = null;
     // And the lines gathered since, which no later write takes now.
-    this.#onFailure(err, Buffer.concat(unwritten).toString() + this.#takeGathered());
+    this.#onFailure(err, Buffer.concat(unwritten).toString() + notHeld + this.#takeGathered());
   }
 }
 
