@@ -684,10 +684,9 @@ function resultOf(
   };
 }
 
-/** Tracing on × off: the median of each pair's ratio, and the medians of each side. */
+/** Tracing on (`measured`) × off (`baseline`), and what the sink received. */
 function tracingOf(pairs: readonly Paired<Run>[], exported: Exported): TracingResult {
-  const { requests, requestRatios, measured, baseline, errors } = pairedRatios(pairs);
-  return { ratio: requests, roundRatios: requestRatios, on: measured, off: baseline, errors, exported };
+  return { ...pairedRatios(pairs), exported };
 }
 
 /** Tracing on × off, not met however fast when the sink received nothing (nothing was then exported). */
@@ -696,7 +695,7 @@ function tracingTarget(tracing: TracingResult): Target {
     target:
       `tracing on × off (sampler ratio 1.0, collector on loopback): SOAP 1.1 Search ≥ ${TRACING_TARGET} × req/s` +
       (tracing.exported.bytes === 0 ? ' (**invalid**: the sink received nothing)' : ''),
-    value: tracing.ratio,
+    value: tracing.requests,
     limit: TRACING_TARGET,
     atLeast: true,
   });
@@ -877,16 +876,11 @@ interface Exported {
   readonly droppedSpans: { readonly queueFull: number; readonly exportFailed: number };
 }
 
-/** The cold proxy's SOAP 1.1 Search with tracing on against off, in pairs of runs back to back (`backToBack`). */
-interface TracingResult {
-  /** On ÷ off, req/s: the median of the pairs' ratios. */
-  readonly ratio: number;
-  /** Each pair's on ÷ off, in order. */
-  readonly roundRatios: readonly number[];
-  readonly on: Rate;
-  readonly off: Rate;
-  /** Of both sides' runs. */
-  readonly errors: number;
+/**
+ * The cold proxy's SOAP 1.1 Search with tracing on (`measured`) against off (`baseline`), in pairs of
+ * runs back to back (`backToBack`), judged on `requests`, the median of the pairs' req/s ratios.
+ */
+interface TracingResult extends PairedRatios {
   readonly exported: Exported;
 }
 
@@ -946,12 +940,12 @@ function wrkRows(summaries: readonly Throughput[], rounds: number): string[] {
   ];
 }
 
-function tracingRow({ ratio, roundRatios, on, off, exported }: TracingResult): string {
+function tracingRow({ requests, requestRatios, measured: on, baseline: off, exported }: TracingResult): string {
   const kib = (exported.bytes / 1024).toFixed(0);
   return (
     `Tracing on × off (sampler ratio 1.0, every span sent over OTLP/HTTP protobuf to a collector on loopback), SOAP 1.1 Search: ` +
-    `${ratio.toFixed(2)} (target ≥ ${TRACING_TARGET}; the median of ${roundRatios.length} pairs, off and on back to back: ` +
-    `${roundRatios.map((r) => r.toFixed(2)).join(' · ')}): ${Math.round(on.requestsPerSecond)} against ` +
+    `${requests.toFixed(2)} (target ≥ ${TRACING_TARGET}; the median of ${requestRatios.length} pairs, off and on back to back: ` +
+    `${requestRatios.map((r) => r.toFixed(2)).join(' · ')}): ${Math.round(on.requestsPerSecond)} against ` +
     `${Math.round(off.requestsPerSecond)} req/s, CPU ${on.cpuMsPerRequest.toFixed(2)} against ` +
     `${off.cpuMsPerRequest.toFixed(2)} ms/req (medians). ` +
     (exported.bytes === 0
